@@ -1,0 +1,68 @@
+package kubecontainer
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// HashContainer returns the hash of a container's spec. A running container
+// whose hash annotation differs from its spec's hash is restarted. The hash
+// covers the whole v1.Container as the API defaults it, so any edit of a
+// container's spec changes it and an edit of another container does not.
+func HashContainer(c *v1.Container) string {
+	return hashJSON(c)
+}
+
+// HashSandbox returns the hash of the pod fields that are baked into a
+// sandbox when it is created. When it changes the sandbox is recreated, and
+// with it every container; any other edit leaves the sandbox alone.
+func HashSandbox(pod *v1.Pod) string {
+	spec := &pod.Spec
+	type sandboxFields struct {
+		HostNetwork           bool
+		HostPID               bool
+		HostIPC               bool
+		ShareProcessNamespace *bool
+		Hostname              string
+		Subdomain             string
+		DNSPolicy             v1.DNSPolicy
+		DNSConfig             *v1.PodDNSConfig
+		HostAliases           []v1.HostAlias
+		SecurityContext       *v1.PodSecurityContext
+		RuntimeClassName      *string
+		Ports                 []v1.ContainerPort
+	}
+	f := sandboxFields{
+		HostNetwork:           spec.HostNetwork,
+		HostPID:               spec.HostPID,
+		HostIPC:               spec.HostIPC,
+		ShareProcessNamespace: spec.ShareProcessNamespace,
+		Hostname:              spec.Hostname,
+		Subdomain:             spec.Subdomain,
+		DNSPolicy:             spec.DNSPolicy,
+		DNSConfig:             spec.DNSConfig,
+		HostAliases:           spec.HostAliases,
+		SecurityContext:       spec.SecurityContext,
+		RuntimeClassName:      spec.RuntimeClassName,
+	}
+	// Host ports are set up with the sandbox's network.
+	for _, c := range spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort != 0 {
+				f.Ports = append(f.Ports, p)
+			}
+		}
+	}
+	return hashJSON(f)
+}
+
+func hashJSON(v any) string {
+	h := fnv.New64a()
+	// Marshalling API types and plain structs of them cannot fail.
+	b, _ := json.Marshal(v)
+	_, _ = h.Write(b)
+	return strconv.FormatUint(h.Sum64(), 16)
+}

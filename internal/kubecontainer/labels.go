@@ -1,0 +1,66 @@
+package kubecontainer
+
+import (
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Labels the kubelet puts on every sandbox and container (rule 2 of DESIGN.md).
+const (
+	LabelPodName       = "io.kubernetes.pod.name"
+	LabelPodNamespace  = "io.kubernetes.pod.namespace"
+	LabelPodUID        = "io.kubernetes.pod.uid"
+	LabelContainerName = "io.kubernetes.container.name"
+)
+
+// Annotations the kubelet puts on containers, plus the one minikubelet adds to
+// sandboxes to know when a sandbox-level field changed (DESIGN.md rule 7).
+const (
+	AnnotationContainerHash            = "io.kubernetes.container.hash"
+	AnnotationRestartCount             = "io.kubernetes.container.restartCount"
+	AnnotationTerminationMessagePath   = "io.kubernetes.container.terminationMessagePath"
+	AnnotationTerminationMessagePolicy = "io.kubernetes.container.terminationMessagePolicy"
+	AnnotationPodTerminationGrace      = "io.kubernetes.pod.terminationGracePeriod"
+	AnnotationSandboxHash              = "minikubelet.io/sandbox-hash"
+)
+
+// SandboxLabels returns the labels for a pod's sandbox: the pod's own labels
+// with the kubelet's identity labels on top.
+func SandboxLabels(pod *v1.Pod) map[string]string {
+	labels := make(map[string]string, len(pod.Labels)+3)
+	for k, v := range pod.Labels {
+		labels[k] = v
+	}
+	labels[LabelPodName] = pod.Name
+	labels[LabelPodNamespace] = pod.Namespace
+	labels[LabelPodUID] = string(pod.UID)
+	return labels
+}
+
+// ContainerLabels returns the identity labels of one container of pod.
+func ContainerLabels(pod *v1.Pod, containerName string) map[string]string {
+	return map[string]string{
+		LabelPodName:       pod.Name,
+		LabelPodNamespace:  pod.Namespace,
+		LabelPodUID:        string(pod.UID),
+		LabelContainerName: containerName,
+	}
+}
+
+// PodUIDFromLabels returns the pod UID a CRI object belongs to, or "" when it
+// carries no kubelet identity label.
+func PodUIDFromLabels(labels map[string]string) types.UID {
+	return types.UID(labels[LabelPodUID])
+}
+
+// RestartCountFromAnnotations reads the restart count a container was created
+// with; a missing or malformed value counts as 0.
+func RestartCountFromAnnotations(annotations map[string]string) int {
+	n, err := strconv.Atoi(annotations[AnnotationRestartCount])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}

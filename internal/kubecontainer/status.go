@@ -1,0 +1,184 @@
+package kubecontainer
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// PodStatus is what the runtime says about one pod at TimeStamp. It is
+// immutable once stored in a cache: callers that need to change it copy it.
+type PodStatus struct {
+	ID        types.UID
+	Name      string
+	Namespace string
+	// IPs of the newest ready sandbox, primary first. Empty for host-network
+	// pods (their IP is the node's).
+	IPs []string
+	// Sandboxes, newest first.
+	Sandboxes []*runtimeapi.PodSandboxStatus
+	// Containers, newest first.
+	Containers []*ContainerStatus
+	// TimeStamp is a time taken before the runtime was asked: the status
+	// reflects every runtime change that happened before it.
+	TimeStamp time.Time
+}
+
+// ContainerStatus is one container's CRI status with the kubelet's labels
+// and annotations decoded.
+type ContainerStatus struct {
+	ID           string
+	Name         string
+	State        runtimeapi.ContainerState
+	CreatedAt    time.Time
+	StartedAt    time.Time
+	FinishedAt   time.Time
+	ExitCode     int32
+	Reason       string
+	Message      string
+	Image        string
+	ImageRef     string
+	Hash         string
+	RestartCount int
+	SandboxID    string
+}
+
+// FindContainer returns the newest status of the container called name, or
+// nil when there is none.
+func (s *PodStatus) FindContainer(name string) *ContainerStatus {
+	if s == nil {
+		return nil
+	}
+	for _, c := range s.Containers {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// ContainersNamed returns every status of the container called name, newest
+// first.
+func (s *PodStatus) ContainersNamed(name string) []*ContainerStatus {
+	var out []*ContainerStatus
+	if s == nil {
+		return out
+	}
+	for _, c := range s.Containers {
+		if c.Name == name {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Lister is the part of the CRI runtime service that reads pod state.
+type Lister interface {
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	PodSandboxStatus(ctx context.Context, podSandboxID string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error)
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
+}
+
+// GetPodStatus asks the runtime for everything it holds of the pod with uid.
+// The returned status's TimeStamp is taken before the first call. A sandbox
+// or container removed between the list and the status call is skipped.
+func GetPodStatus(ctx context.Context, rt Lister, uid types.UID, now time.Time) (*PodStatus, error) {
+	st := &PodStatus{ID: uid, TimeStamp: now}
+	uidFilter := map[string]string{LabelPodUID: string(uid)}
+	sandboxes, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: uidFilter})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
+	}
+	for _, sb := range sandboxes {
+		resp, err := rt.PodSandboxStatus(ctx, sb.Id, false)
+		if err != nil {
+			if IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("status of sandbox %s: %w", sb.Id, err)
+		}
+		st.Sandboxes = append(st.Sandboxes, resp.Status)
+	}
+	sort.SliceStable(st.Sandboxes, func(i, j int) bool {
+		return st.Sandboxes[i].CreatedAt > st.Sandboxes[j].CreatedAt
+	})
+	if len(st.Sandboxes) > 0 {
+		md := st.Sandboxes[0].Metadata
+		st.Name, st.Namespace = md.GetName(), md.GetNamespace()
+		st.IPs = SandboxIPs(st.Sandboxes[0])
+	}
+	containers, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: uidFilter})
+	if err != nil {
+		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
+	}
+	for _, c := range containers {
+		resp, err := rt.ContainerStatus(ctx, c.Id, false)
+		if err != nil {
+			if IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("status of container %s: %w", c.Id, err)
+		}
+		st.Containers = append(st.Containers, FromCRIStatus(resp.Status, c.PodSandboxId))
+	}
+	sort.SliceStable(st.Containers, func(i, j int) bool {
+		return st.Containers[i].CreatedAt.After(st.Containers[j].CreatedAt)
+	})
+	return st, nil
+}
+
+// SandboxIPs returns a ready sandbox's IPs, primary first.
+func SandboxIPs(sb *runtimeapi.PodSandboxStatus) []string {
+	if sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY || sb.GetNetwork() == nil {
+		return nil
+	}
+	var ips []string
+	if ip := sb.Network.Ip; ip != "" {
+		ips = append(ips, ip)
+	}
+	for _, extra := range sb.Network.AdditionalIps {
+		if extra.GetIp() != "" {
+			ips = append(ips, extra.Ip)
+		}
+	}
+	return ips
+}
+
+// FromCRIStatus converts a CRI container status.
+func FromCRIStatus(s *runtimeapi.ContainerStatus, sandboxID string) *ContainerStatus {
+	return &ContainerStatus{
+		ID:           s.Id,
+		Name:         s.GetMetadata().GetName(),
+		State:        s.State,
+		CreatedAt:    unixNano(s.CreatedAt),
+		StartedAt:    unixNano(s.StartedAt),
+		FinishedAt:   unixNano(s.FinishedAt),
+		ExitCode:     s.ExitCode,
+		Reason:       s.Reason,
+		Message:      s.Message,
+		Image:        s.GetImage().GetImage(),
+		ImageRef:     s.ImageRef,
+		Hash:         s.Annotations[AnnotationContainerHash],
+		RestartCount: RestartCountFromAnnotations(s.Annotations),
+		SandboxID:    sandboxID,
+	}
+}
+
+func unixNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// Waiting says why a container is not running yet, as the kubelet reports it
+// (ContainerCreating, CrashLoopBackOff, ErrImagePull, ...).
+type Waiting struct {
+	Reason  string
+	Message string
+}
