@@ -1,0 +1,160 @@
+package manifest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// MaxSize is the largest manifest Decode accepts, in bytes. Sources reading
+// a manifest should read at most MaxSize+1 bytes and hand them to Decode,
+// which then reports the manifest as too large.
+const MaxSize = 10 << 20
+
+// Decode decodes one v1 Pod from YAML or JSON, strictly: unknown and
+// duplicate fields are errors naming the field path (for example
+// `unknown field "spec.containers[0].imagee"`), apiVersion must be "v1" and
+// kind "Pod", and the data must hold exactly one non-empty document of at most
+// MaxSize bytes. Decode neither defaults nor validates the pod.
+func Decode(data []byte) (*v1.Pod, error) {
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("manifest is larger than %d bytes: a pod manifest must be smaller", MaxSize)
+	}
+	js, err := toJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTypeMeta(js); err != nil {
+		return nil, err
+	}
+	pod := &v1.Pod{}
+	strictErrs, err := json.UnmarshalStrict(js, pod)
+	if err != nil {
+		return nil, fmt.Errorf("decode Pod: %w", err)
+	}
+	if len(strictErrs) > 0 {
+		return nil, &StrictError{Errs: strictErrs}
+	}
+	return pod, nil
+}
+
+// StrictError lists the unknown and duplicate fields of a manifest.
+type StrictError struct {
+	Errs []error
+}
+
+// Error lists each field with its fix, separated by "; ".
+func (e *StrictError) Error() string {
+	msgs := make([]string, 0, len(e.Errs))
+	for _, err := range e.Errs {
+		msg := err.Error()
+		switch {
+		case strings.HasPrefix(msg, "unknown field"):
+			msg += ": fix its spelling or remove it"
+		case strings.HasPrefix(msg, "duplicate field"):
+			msg += ": set it only once"
+		}
+		msgs = append(msgs, msg)
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap returns the individual field errors.
+func (e *StrictError) Unwrap() []error { return e.Errs }
+
+var errEmpty = errors.New("manifest is empty: it must hold one Pod (apiVersion: v1, kind: Pod)")
+
+// toJSON returns the one JSON document data holds. JSON is passed through
+// as it is, so that the strict decoder reports duplicate fields with their
+// path; YAML is split into documents and converted strictly, so that a key
+// set twice in a YAML map is reported (with its line) instead of silently
+// keeping the last value.
+func toJSON(data []byte) ([]byte, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, errEmpty
+	}
+	if trimmed[0] == '{' {
+		return trimmed, nil
+	}
+	var doc []byte
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for n := 1; ; n++ {
+		raw, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read YAML document %d: %w", n, err)
+		}
+		js, err := yaml.YAMLToJSONStrict(raw)
+		if err != nil {
+			return nil, fmt.Errorf("YAML document %d: %s", n, tidyYAMLError(err))
+		}
+		if isNull(js) {
+			continue
+		}
+		if doc != nil {
+			return nil, errors.New("manifest holds more than one YAML document: put each pod in its own file")
+		}
+		doc = js
+	}
+	if doc == nil {
+		return nil, errEmpty
+	}
+	return doc, nil
+}
+
+func isNull(js []byte) bool {
+	js = bytes.TrimSpace(js)
+	return len(js) == 0 || string(js) == "null"
+}
+
+// tidyYAMLError puts the multi-line messages of the YAML library on one line.
+func tidyYAMLError(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+	lines := strings.Split(msg, "\n")
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	msg = strings.Replace(strings.Join(lines, " "), "unmarshal errors: ", "", 1)
+	if strings.Contains(msg, "already set in map") {
+		msg += ": remove the duplicate key"
+	}
+	return msg
+}
+
+// checkTypeMeta makes sure js is an object of apiVersion v1 and kind Pod,
+// before the strict decode would report every field of some other kind as
+// unknown.
+func checkTypeMeta(js []byte) error {
+	if js[0] != '{' {
+		return errors.New("manifest is not an object: it must hold one Pod (apiVersion: v1, kind: Pod)")
+	}
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := json.UnmarshalCaseSensitivePreserveInts(js, &tm); err != nil {
+		return fmt.Errorf("decode apiVersion and kind: %w", err)
+	}
+	switch {
+	case tm.APIVersion == "":
+		return errors.New(`apiVersion is missing: set "apiVersion: v1"`)
+	case tm.APIVersion != "v1":
+		return fmt.Errorf(`apiVersion is %q: set "apiVersion: v1" (a static pod manifest holds one v1 Pod)`, tm.APIVersion)
+	case tm.Kind == "":
+		return errors.New(`kind is missing: set "kind: Pod"`)
+	case tm.Kind != "Pod":
+		return fmt.Errorf(`kind is %q: set "kind: Pod" (a static pod manifest holds one Pod; no other kind can run from it)`, tm.Kind)
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+package sources
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Source names, as they appear in the kubernetes.io/config.source annotation.
+const (
+	File = "file"
+	HTTP = "http"
+	API  = "api"
+)
+
+// Update is one complete snapshot of a source's pods.
+//
+// Pods holds every pod the source wants running now, including the last good
+// version of a manifest whose current version is bad. Errors lists the
+// manifests that are bad right now. A receiver owns the Update and may keep
+// it; a sender never mutates an Update after sending it.
+type Update struct {
+	// Source is one of File, HTTP, API.
+	Source string
+	// Pods are decoded, validated, defaulted pods with their static identity
+	// (UID, name suffix, config annotations) already applied.
+	Pods []*v1.Pod
+	// Errors are the manifests currently refused, one per origin.
+	Errors []ManifestError
+}
+
+// ManifestError is a manifest that was refused, and why.
+type ManifestError struct {
+	// Source is one of File, HTTP, API.
+	Source string
+	// Origin names the manifest: a file path or a URL.
+	Origin string
+	// Err names the field and the reason, e.g.
+	// `spec.containers[1].name: Duplicate value: "app"`.
+	Err error
+}
+
+func (e ManifestError) Error() string {
+	return fmt.Sprintf("%s: %v", e.Origin, e.Err)
+}
+
+func (e ManifestError) Unwrap() error { return e.Err }
