@@ -1,0 +1,251 @@
+package pleg
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+)
+
+// DefaultChannelCapacity is the capacity of the event channel. A relist that
+// finds the channel full drops the event and counts it (Dropped); the pod's
+// cache entry is refreshed all the same, so the next periodic sync of the pod
+// sees the change.
+const DefaultChannelCapacity = 1000
+
+// MaxRelistAge is how old the last successful relist may be before Healthy
+// reports the PLEG unhealthy.
+const MaxRelistAge = 3 * time.Minute
+
+// GenericConfig configures a Generic PLEG.
+type GenericConfig struct {
+	// Runtime is read with one ListPodSandbox and one ListContainers per
+	// relist, plus status calls for the pods that changed.
+	Runtime kubecontainer.Lister
+	// Cache receives the status of every pod that changed.
+	Cache *Cache
+	// RelistPeriod is the pause between the end of one relist and the start
+	// of the next.
+	RelistPeriod time.Duration
+	// ChannelCapacity of the event channel; DefaultChannelCapacity when 0.
+	ChannelCapacity int
+	Clock           clock.WithTicker
+}
+
+// Generic is the relisting PLEG.
+type Generic struct {
+	cfg GenericConfig
+	// events is written only by Run's relists (never blocking) and never
+	// closed; the agent's syncLoop reads it.
+	events chan *Event
+	// records is the last relist's view; owned by Run's goroutine.
+	records map[types.UID]podRecord
+	// reinspect holds pods whose status could not be read; they are read
+	// again on the next relist. Owned by Run's goroutine.
+	reinspect map[types.UID]bool
+	// lastRelist is the UnixNano time of the last successful relist.
+	lastRelist atomic.Int64
+	dropped    atomic.Uint64
+}
+
+// podRecord maps each sandbox and container ID of a pod to its state.
+type podRecord map[string]state
+
+type state int
+
+const (
+	stateNonExistent state = iota
+	stateRunning
+	stateExited
+	stateUnknown
+)
+
+// NewGeneric returns a relisting PLEG; Run starts it.
+func NewGeneric(cfg GenericConfig) *Generic {
+	if cfg.ChannelCapacity <= 0 {
+		cfg.ChannelCapacity = DefaultChannelCapacity
+	}
+	return &Generic{
+		cfg:       cfg,
+		events:    make(chan *Event, cfg.ChannelCapacity),
+		records:   make(map[types.UID]podRecord),
+		reinspect: make(map[types.UID]bool),
+	}
+}
+
+// Watch returns the event channel. It is never closed.
+func (g *Generic) Watch() <-chan *Event { return g.events }
+
+// Dropped returns how many events were dropped because the channel was full.
+func (g *Generic) Dropped() uint64 { return g.dropped.Load() }
+
+// Run relists until ctx is done. A failed relist is logged and retried at
+// the next period.
+func (g *Generic) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("pleg")
+	ctx = klog.NewContext(ctx, logger)
+	for {
+		if err := g.Relist(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Relist failed")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.cfg.Clock.After(g.cfg.RelistPeriod):
+		}
+	}
+}
+
+// Healthy returns an error naming the cause when the PLEG is not keeping up.
+func (g *Generic) Healthy() error {
+	last := g.lastRelist.Load()
+	if last == 0 {
+		return fmt.Errorf("pleg has not relisted yet")
+	}
+	if age := g.cfg.Clock.Since(time.Unix(0, last)); age > MaxRelistAge {
+		return fmt.Errorf("pleg was last seen active %v ago; threshold is %v", age.Round(time.Second), MaxRelistAge)
+	}
+	return nil
+}
+
+// Relist lists the runtime once, refreshes the cache of every pod that
+// changed since the previous relist and emits their events. It is called by
+// Run; tests call it directly. Not safe for concurrent use.
+func (g *Generic) Relist(ctx context.Context) error {
+	ts := g.cfg.Clock.Now()
+	sandboxes, err := g.cfg.Runtime.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("list sandboxes: %w", err)
+	}
+	containers, err := g.cfg.Runtime.ListContainers(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	current := group(sandboxes, containers)
+
+	logger := klog.FromContext(ctx)
+	for uid := range union(g.records, current) {
+		events := diff(uid, g.records[uid], current[uid])
+		if len(events) == 0 && !g.reinspect[uid] {
+			continue
+		}
+		status, err := kubecontainer.GetPodStatus(ctx, g.cfg.Runtime, uid, ts)
+		if err != nil {
+			logger.V(2).Info("Reading pod status failed; will retry at next relist", "podUID", uid, "err", err)
+			g.reinspect[uid] = true
+			g.cfg.Cache.Set(uid, status, err, ts)
+			continue
+		}
+		delete(g.reinspect, uid)
+		g.cfg.Cache.Set(uid, status, nil, ts)
+		for _, e := range events {
+			e.Time = ts
+			g.send(e)
+		}
+	}
+	g.records = current
+	g.cfg.Cache.UpdateTime(ts)
+	g.lastRelist.Store(ts.UnixNano())
+	return nil
+}
+
+func (g *Generic) send(e *Event) {
+	select {
+	case g.events <- e:
+	default:
+		g.dropped.Add(1)
+	}
+}
+
+// group indexes the runtime's objects that carry a pod UID label.
+func group(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) map[types.UID]podRecord {
+	out := make(map[types.UID]podRecord)
+	rec := func(uid types.UID) podRecord {
+		r, ok := out[uid]
+		if !ok {
+			r = podRecord{}
+			out[uid] = r
+		}
+		return r
+	}
+	for _, sb := range sandboxes {
+		if uid := kubecontainer.PodUIDFromLabels(sb.Labels); uid != "" {
+			rec(uid)[sb.Id] = sandboxState(sb.State)
+		}
+	}
+	for _, c := range containers {
+		if uid := kubecontainer.PodUIDFromLabels(c.Labels); uid != "" {
+			rec(uid)[c.Id] = containerState(c.State)
+		}
+	}
+	return out
+}
+
+func union(a, b map[types.UID]podRecord) map[types.UID]struct{} {
+	out := make(map[types.UID]struct{}, len(a)+len(b))
+	for k := range a {
+		out[k] = struct{}{}
+	}
+	for k := range b {
+		out[k] = struct{}{}
+	}
+	return out
+}
+
+// diff returns the events that turn old into cur.
+func diff(uid types.UID, old, cur podRecord) []*Event {
+	var events []*Event
+	ids := make(map[string]struct{}, len(old)+len(cur))
+	for id := range old {
+		ids[id] = struct{}{}
+	}
+	for id := range cur {
+		ids[id] = struct{}{}
+	}
+	for id := range ids {
+		// A missing ID reads as stateNonExistent, the zero state.
+		before, after := old[id], cur[id]
+		if before == after {
+			continue
+		}
+		switch after {
+		case stateRunning:
+			events = append(events, &Event{ID: uid, Type: ContainerStarted, Data: id})
+		case stateExited:
+			events = append(events, &Event{ID: uid, Type: ContainerDied, Data: id})
+		case stateUnknown:
+			events = append(events, &Event{ID: uid, Type: ContainerChanged, Data: id})
+		case stateNonExistent:
+			if before == stateRunning {
+				events = append(events, &Event{ID: uid, Type: ContainerDied, Data: id})
+			}
+			events = append(events, &Event{ID: uid, Type: ContainerRemoved, Data: id})
+		}
+	}
+	return events
+}
+
+func sandboxState(s runtimeapi.PodSandboxState) state {
+	if s == runtimeapi.PodSandboxState_SANDBOX_READY {
+		return stateRunning
+	}
+	return stateExited
+}
+
+func containerState(s runtimeapi.ContainerState) state {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return stateRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return stateExited
+	default:
+		return stateUnknown
+	}
+}
