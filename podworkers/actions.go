@@ -1,0 +1,215 @@
+package podworkers
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+)
+
+// podActions is what one sync must do to bring the runtime in line with a
+// pod's spec. computePodActions derives it from the spec and the runtime
+// status alone; it calls nothing.
+type podActions struct {
+	// KillPod: stop every container and sandbox first (the sandbox is
+	// gone, not ready or no longer matches the spec).
+	KillPod bool
+	// CreateSandbox with Attempt; else SandboxID is the sandbox to use.
+	CreateSandbox bool
+	Attempt       uint32
+	SandboxID     string
+	// ContainersToStart, in spec order.
+	ContainersToStart []containerToStart
+	// ContainersToKill maps a running container's ID to why it goes.
+	ContainersToKill map[string]containerToKill
+	// ContainersToRemove are dead containers no status needs any more.
+	ContainersToRemove []string
+	// SandboxesToRemove are dead sandboxes other than the newest.
+	SandboxesToRemove []string
+	// Waiting are containers held back, and why.
+	Waiting map[string]kubecontainer.Waiting
+	// RequeueAfter is when a held-back container may start.
+	RequeueAfter time.Duration
+}
+
+type containerToStart struct {
+	Container    *v1.Container
+	RestartCount int
+}
+
+type containerToKill struct {
+	Name   string
+	Reason string
+}
+
+func (a *podActions) changesRuntime() bool {
+	return a.KillPod || a.CreateSandbox || len(a.ContainersToStart) > 0 || len(a.ContainersToKill) > 0 ||
+		len(a.ContainersToRemove) > 0 || len(a.SandboxesToRemove) > 0
+}
+
+// computePodActions decides what to do for pod given its runtime status.
+// remaining reports the restart backoff left for a container that exited.
+func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration) podActions {
+	a := podActions{
+		ContainersToKill: map[string]containerToKill{},
+		Waiting:          map[string]kubecontainer.Waiting{},
+	}
+	a.SandboxesToRemove = staleSandboxes(status)
+	a.ContainersToRemove = deadContainersToRemove(pod, status)
+
+	sb := newestSandbox(status)
+	if reason := sandboxNeedsReplacing(pod, sb); reason != "" {
+		a.KillPod = hasRunning(status)
+		if sb != nil {
+			a.Attempt = sb.GetMetadata().GetAttempt() + 1
+			if pod.Spec.RestartPolicy == v1.RestartPolicyNever && len(status.Containers) > 0 {
+				// As the kubelet: a Never pod whose containers ran is
+				// not brought back in a new sandbox.
+				return a
+			}
+		}
+		a.CreateSandbox = true
+		for i := range pod.Spec.Containers {
+			c := &pod.Spec.Containers[i]
+			cs := status.FindContainer(c.Name)
+			if cs != nil && cs.State == runtimeapi.ContainerState_CONTAINER_EXITED && !shouldRestart(pod, cs) {
+				continue // finished for good (OnFailure and it succeeded)
+			}
+			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: nextRestartCount(cs)})
+			a.Waiting[c.Name] = kubecontainer.Waiting{Reason: "ContainerCreating"}
+		}
+		return a
+	}
+	a.SandboxID = sb.Id
+
+	inSpec := map[string]bool{}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		inSpec[c.Name] = true
+		cs := status.FindContainer(c.Name)
+		switch {
+		case cs == nil:
+			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c})
+			a.Waiting[c.Name] = kubecontainer.Waiting{Reason: "ContainerCreating"}
+		case cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
+			if cs.Hash != kubecontainer.HashContainer(c) {
+				a.ContainersToKill[cs.ID] = containerToKill{Name: c.Name, Reason: "spec changed"}
+				a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
+			}
+		case shouldRestart(pod, cs):
+			if wait := remaining(c, cs); wait > 0 {
+				a.Waiting[c.Name] = kubecontainer.Waiting{
+					Reason:  "CrashLoopBackOff",
+					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", wait.Round(time.Second), c.Name, pod.Name, pod.Namespace, pod.UID),
+				}
+				if a.RequeueAfter == 0 || wait < a.RequeueAfter {
+					a.RequeueAfter = wait
+				}
+				continue
+			}
+			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
+		}
+	}
+	for _, cs := range status.Containers {
+		if cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING && !inSpec[cs.Name] {
+			a.ContainersToKill[cs.ID] = containerToKill{Name: cs.Name, Reason: "not in spec"}
+		}
+	}
+	return a
+}
+
+// sandboxNeedsReplacing says why the pod needs a new sandbox, or "".
+func sandboxNeedsReplacing(pod *v1.Pod, sb *runtimeapi.PodSandboxStatus) string {
+	switch {
+	case sb == nil:
+		return "no sandbox"
+	case sb.State != runtimeapi.PodSandboxState_SANDBOX_READY:
+		return "sandbox not ready"
+	case sb.Annotations[kubecontainer.AnnotationSandboxHash] != kubecontainer.HashSandbox(pod):
+		return "sandbox-level spec changed"
+	case !pod.Spec.HostNetwork && len(kubecontainer.SandboxIPs(sb)) == 0:
+		return "sandbox has no IP"
+	}
+	return ""
+}
+
+// shouldRestart applies the pod's restart policy to a container that is not
+// running.
+func shouldRestart(pod *v1.Pod, cs *kubecontainer.ContainerStatus) bool {
+	if cs.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		return true // created but never started, or unknown: try again
+	}
+	switch pod.Spec.RestartPolicy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return cs.ExitCode != 0
+	default:
+		return true
+	}
+}
+
+func nextRestartCount(cs *kubecontainer.ContainerStatus) int {
+	if cs == nil {
+		return 0
+	}
+	return cs.RestartCount + 1
+}
+
+func newestSandbox(status *kubecontainer.PodStatus) *runtimeapi.PodSandboxStatus {
+	if status == nil || len(status.Sandboxes) == 0 {
+		return nil
+	}
+	return status.Sandboxes[0]
+}
+
+func hasRunning(status *kubecontainer.PodStatus) bool {
+	for _, cs := range status.Containers {
+		if cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			return true
+		}
+	}
+	for _, sb := range status.Sandboxes {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			return true
+		}
+	}
+	return false
+}
+
+// staleSandboxes are the dead sandboxes other than the newest one.
+func staleSandboxes(status *kubecontainer.PodStatus) []string {
+	var out []string
+	for i, sb := range status.Sandboxes {
+		if i > 0 && sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			out = append(out, sb.Id)
+		}
+	}
+	return out
+}
+
+// deadContainersToRemove keeps, per container name, the newest container and
+// the newest exited one before it (the status's lastState); other dead
+// containers, and dead containers whose name left the spec, go.
+func deadContainersToRemove(pod *v1.Pod, status *kubecontainer.PodStatus) []string {
+	inSpec := map[string]bool{}
+	for _, c := range pod.Spec.Containers {
+		inSpec[c.Name] = true
+	}
+	seen := map[string]int{}
+	var out []string
+	for _, cs := range status.Containers { // newest first
+		n := seen[cs.Name]
+		seen[cs.Name] = n + 1
+		if cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		if !inSpec[cs.Name] || n >= 2 {
+			out = append(out, cs.ID)
+		}
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package podworkers
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+)
+
+// configError is a container spec the agent cannot turn into a CRI config;
+// it is reported as the waiting reason CreateContainerConfigError.
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }
+
+// podEnv is what a container's env may refer to through fieldRef.
+type podEnv struct {
+	NodeName string
+	HostIP   string
+	PodIPs   []string
+}
+
+// containerConfig converts one container of pod into its CRI config.
+func containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, imageRef string, penv podEnv) (*runtimeapi.ContainerConfig, error) {
+	envs, err := makeEnv(pod, c, penv)
+	if err != nil {
+		return nil, err
+	}
+	vars := make(map[string]string, len(envs))
+	for _, e := range envs {
+		vars[e.Key] = string(e.Value)
+	}
+	annotations := map[string]string{
+		kubecontainer.AnnotationContainerHash:            kubecontainer.HashContainer(c),
+		kubecontainer.AnnotationRestartCount:             strconv.Itoa(restartCount),
+		kubecontainer.AnnotationTerminationMessagePath:   c.TerminationMessagePath,
+		kubecontainer.AnnotationTerminationMessagePolicy: string(c.TerminationMessagePolicy),
+		kubecontainer.AnnotationPodTerminationGrace:      strconv.FormatInt(podGracePeriod(pod), 10),
+	}
+	return &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
+		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
+		Command:     expandAll(c.Command, vars),
+		Args:        expandAll(c.Args, vars),
+		WorkingDir:  c.WorkingDir,
+		Envs:        envs,
+		Labels:      kubecontainer.ContainerLabels(pod, c.Name),
+		Annotations: annotations,
+		LogPath:     ContainerLogPath(c.Name, restartCount),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+				NamespaceOptions: namespaceOptions(pod),
+			},
+		},
+	}, nil
+}
+
+// ContainerLogPath is a container's log file relative to its pod's log
+// directory: <container>/<restartCount>.log.
+func ContainerLogPath(name string, restartCount int) string {
+	return filepath.Join(name, strconv.Itoa(restartCount)+".log")
+}
+
+// makeEnv resolves a container's env in order; each value may refer to the
+// ones before it with $(NAME).
+func makeEnv(pod *v1.Pod, c *v1.Container, penv podEnv) ([]*runtimeapi.KeyValue, error) {
+	if len(c.EnvFrom) > 0 {
+		return nil, &configError{msg: fmt.Sprintf("container %q: envFrom needs an apiserver source; static pods cannot use it", c.Name)}
+	}
+	out := make([]*runtimeapi.KeyValue, 0, len(c.Env))
+	vars := map[string]string{}
+	for i, e := range c.Env {
+		value := expand(e.Value, vars)
+		if e.ValueFrom != nil {
+			v, err := fieldValue(pod, e.ValueFrom, penv)
+			if err != nil {
+				return nil, &configError{msg: fmt.Sprintf("container %q: env[%d] (%s): %v", c.Name, i, e.Name, err)}
+			}
+			value = v
+		}
+		vars[e.Name] = value
+		out = append(out, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(value)})
+	}
+	return out, nil
+}
+
+func fieldValue(pod *v1.Pod, src *v1.EnvVarSource, penv podEnv) (string, error) {
+	if src.FieldRef == nil {
+		return "", fmt.Errorf("only valueFrom.fieldRef is supported for this pod's source")
+	}
+	switch path := src.FieldRef.FieldPath; path {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "spec.nodeName":
+		return penv.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.hostIP":
+		return penv.HostIP, nil
+	case "status.podIP":
+		if pod.Spec.HostNetwork {
+			return penv.HostIP, nil
+		}
+		if len(penv.PodIPs) > 0 {
+			return penv.PodIPs[0], nil
+		}
+		return "", nil
+	case "status.podIPs":
+		if pod.Spec.HostNetwork {
+			return penv.HostIP, nil
+		}
+		return strings.Join(penv.PodIPs, ","), nil
+	default:
+		if key, ok := strings.CutPrefix(path, "metadata.labels['"); ok {
+			return pod.Labels[strings.TrimSuffix(key, "']")], nil
+		}
+		if key, ok := strings.CutPrefix(path, "metadata.annotations['"); ok {
+			return pod.Annotations[strings.TrimSuffix(key, "']")], nil
+		}
+		return "", fmt.Errorf("fieldRef %q is not supported", path)
+	}
+}
+
+func expandAll(in []string, vars map[string]string) []string {
+	if in == nil {
+		return nil
+	}
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = expand(s, vars)
+	}
+	return out
+}
+
+// expand replaces $(NAME) with the value of NAME as Kubernetes does: $$ is a
+// literal $, and a reference to an unknown name is left as written.
+func expand(s string, vars map[string]string) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			name := s[i+2 : i+2+end]
+			if v, ok := vars[name]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString(s[i : i+3+end])
+			}
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,28 @@
+// Package podworkers runs one goroutine per pod UID and drives that pod's
+// sandbox and containers in the runtime towards its spec. A pod's worker is
+// the only writer of that pod's containers (DESIGN.md rule 2), so no two
+// syncs of one pod ever overlap, and a slow pod never delays another.
+//
+// Each worker is a small state machine whose phase is derived from recorded
+// timestamps:
+//
+//	          Create/Update/Sync                  Kill (or REMOVE)
+//	(new) ---------------------> syncing ------------------------> terminating
+//	                               ^                                    |
+//	                               |                  every container   |
+//	                               |                  and sandbox       v
+//	                               |   re-added       stopped       terminated
+//	                               +-------------------------------------+
+//	                                (same UID)                           |
+//	                                               removed from runtime  v
+//	                                                                   (gone)
+//
+// Data enters through Workers.UpdatePod, called by the agent's syncLoop, and
+// through the pleg.Cache, against which every sync runs. It leaves as CRI
+// calls (sandbox run/stop/remove, container create/start/stop/remove, image
+// pull) and as statuses handed to the status sink after each sync.
+//
+// The Syncer holds the pod sync itself: which sandbox and containers to
+// create, start or kill (computePodActions), and the conversions from a v1
+// Pod to CRI configs (sandbox_config.go, container_config.go).
+package podworkers

@@ -1,0 +1,450 @@
+package podworkers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+)
+
+// runtimeService is the part of the CRI runtime service the syncer drives.
+type runtimeService interface {
+	kubecontainer.Lister
+	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error)
+	StopPodSandbox(ctx context.Context, podSandboxID string) error
+	RemovePodSandbox(ctx context.Context, podSandboxID string) error
+	CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+	StartContainer(ctx context.Context, containerID string) error
+	StopContainer(ctx context.Context, containerID string, timeout int64) error
+	RemoveContainer(ctx context.Context, containerID string) error
+}
+
+// imageService is the part of the CRI image service the syncer uses.
+type imageService interface {
+	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error)
+	PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, podSandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+}
+
+// statusSetter receives the runtime status of a pod after each sync.
+type statusSetter interface {
+	// SetPodStatus records pod's runtime status; waiting says why
+	// containers that do not run yet are held back.
+	SetPodStatus(pod *v1.Pod, status *kubecontainer.PodStatus, waiting map[string]kubecontainer.Waiting)
+	// RemovePod forgets a pod that is gone from the runtime.
+	RemovePod(uid types.UID)
+}
+
+// cacheWriter is where the syncer stores the status it reads after acting.
+type cacheWriter interface {
+	Set(uid types.UID, status *kubecontainer.PodStatus, err error, ts time.Time) bool
+}
+
+// SyncerConfig configures a Syncer.
+type SyncerConfig struct {
+	Runtime runtimeService
+	Images  imageService
+	Cache   cacheWriter
+	Status  statusSetter
+	Clock   clock.Clock
+	// NodeName and HostIP are what env fieldRefs see.
+	NodeName string
+	HostIP   string
+	// RootDir holds <RootDir>/pods/<uid>; PodLogsDir holds container logs.
+	RootDir    string
+	PodLogsDir string
+	// Restart backoff: BackOffInitial doubling to BackOffMax; a container
+	// that ran BackOffReset or longer starts over.
+	BackOffInitial time.Duration
+	BackOffMax     time.Duration
+	BackOffReset   time.Duration
+}
+
+// Syncer does the runtime work of pod workers. It is safe for concurrent
+// use by different pods; calls for one pod must not overlap (Workers
+// guarantees it).
+type Syncer struct {
+	cfg     SyncerConfig
+	backOff *backOff
+	// waiting remembers, per pod, why containers could not start at the
+	// last sync (image pull and create errors) so the status shows it.
+	mu      sync.Mutex
+	waiting map[types.UID]map[string]kubecontainer.Waiting
+}
+
+var _ podSyncer = (*Syncer)(nil)
+
+// NewSyncer returns a Syncer.
+func NewSyncer(cfg SyncerConfig) *Syncer {
+	return &Syncer{
+		cfg:     cfg,
+		backOff: newBackOff(cfg.Clock, cfg.BackOffInitial, cfg.BackOffMax, cfg.BackOffReset),
+		waiting: map[types.UID]map[string]kubecontainer.Waiting{},
+	}
+}
+
+// SyncPod brings the runtime in line with the pod's spec and reports the
+// resulting status.
+func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus) (SyncResult, error) {
+	logger := klog.FromContext(ctx)
+	actions := computePodActions(pod, status, func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration {
+		return s.backOff.remaining(backOffKey(pod, c), cs.StartedAt, cs.FinishedAt)
+	})
+	if !actions.changesRuntime() {
+		s.report(pod, status, actions.Waiting)
+		return SyncResult{StatusTime: status.TimeStamp, RequeueAfter: actions.RequeueAfter}, nil
+	}
+	logger.V(3).Info("Syncing pod", "createSandbox", actions.CreateSandbox, "start", len(actions.ContainersToStart), "kill", len(actions.ContainersToKill))
+
+	syncErr := s.apply(ctx, pod, status, &actions)
+	fresh, err := s.refresh(ctx, pod.UID)
+	if err != nil {
+		return SyncResult{}, errors.Join(syncErr, err)
+	}
+	s.report(pod, fresh, actions.Waiting)
+	return SyncResult{StatusTime: fresh.TimeStamp, RequeueAfter: actions.RequeueAfter}, syncErr
+}
+
+// apply carries out the actions. Containers that fail to start are recorded
+// in actions.Waiting; the first error is returned so the worker retries.
+func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus, actions *podActions) error {
+	grace := podGracePeriod(pod)
+	if actions.KillPod {
+		if err := s.killPod(ctx, status, grace); err != nil {
+			return fmt.Errorf("kill pod before recreating its sandbox: %w", err)
+		}
+	}
+	if err := s.killContainers(ctx, actions.ContainersToKill, grace); err != nil {
+		return err
+	}
+	s.removeDead(ctx, actions)
+
+	sandboxID := actions.SandboxID
+	sandboxConfig := s.sandboxConfig(pod, actions.Attempt)
+	if !actions.CreateSandbox {
+		if newest := newestSandbox(status); newest != nil {
+			sandboxConfig.Metadata.Attempt = newest.GetMetadata().GetAttempt()
+		}
+	}
+	// Images are checked (and pulled) while the sandbox starts: the two
+	// do not depend on each other, and both are slow.
+	images := s.prefetchImages(ctx, actions.ContainersToStart, sandboxConfig)
+	if actions.CreateSandbox {
+		id, err := s.runSandbox(ctx, pod, sandboxConfig)
+		if err != nil {
+			<-images.done
+			return err
+		}
+		sandboxID = id
+	}
+	<-images.done
+	penv := podEnv{NodeName: s.cfg.NodeName, HostIP: s.cfg.HostIP}
+	if needsPodIP(actions.ContainersToStart) {
+		penv.PodIPs = s.sandboxIPs(ctx, sandboxID)
+	}
+
+	var firstErr error
+	for _, cts := range actions.ContainersToStart {
+		if w, err := s.startContainer(ctx, pod, cts, sandboxID, sandboxConfig, penv, images.results[cts.Container.Name]); err != nil {
+			actions.Waiting[cts.Container.Name] = w
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		delete(actions.Waiting, cts.Container.Name)
+	}
+	return firstErr
+}
+
+func (s *Syncer) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+		return "", fmt.Errorf("create pod log directory: %w", err)
+	}
+	if err := os.MkdirAll(s.podDir(pod.UID), 0o750); err != nil {
+		return "", fmt.Errorf("create pod directory: %w", err)
+	}
+	id, err := s.cfg.Runtime.RunPodSandbox(ctx, cfg, "")
+	if err != nil {
+		return "", fmt.Errorf("run sandbox (attempt %d): %w", cfg.Metadata.Attempt, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Started sandbox", "sandboxID", id, "attempt", cfg.Metadata.Attempt)
+	return id, nil
+}
+
+func (s *Syncer) sandboxIPs(ctx context.Context, sandboxID string) []string {
+	resp, err := s.cfg.Runtime.PodSandboxStatus(ctx, sandboxID, false)
+	if err != nil {
+		return nil
+	}
+	return kubecontainer.SandboxIPs(resp.GetStatus())
+}
+
+// startContainer makes sure the image is there, then creates and starts one
+// container. On failure it returns the waiting reason to report.
+func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, cts containerToStart, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, penv podEnv, img imageResult) (kubecontainer.Waiting, error) {
+	c := cts.Container
+	logger := klog.FromContext(ctx).WithValues("container", c.Name)
+	if img.err != nil {
+		return img.waiting, img.err
+	}
+	imageRef := img.ref
+	cfg, err := containerConfig(pod, c, cts.RestartCount, imageRef, penv)
+	if err != nil {
+		return kubecontainer.Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}, err
+	}
+	if err := os.MkdirAll(filepath.Join(sandboxConfig.LogDirectory, c.Name), 0o755); err != nil {
+		return kubecontainer.Waiting{Reason: "CreateContainerError", Message: err.Error()}, fmt.Errorf("create log directory of container %q: %w", c.Name, err)
+	}
+	id, err := s.cfg.Runtime.CreateContainer(ctx, sandboxID, cfg, sandboxConfig)
+	if err != nil {
+		return kubecontainer.Waiting{Reason: "CreateContainerError", Message: err.Error()}, fmt.Errorf("create container %q: %w", c.Name, err)
+	}
+	if err := s.cfg.Runtime.StartContainer(ctx, id); err != nil {
+		return kubecontainer.Waiting{Reason: "RunContainerError", Message: err.Error()}, fmt.Errorf("start container %q (%s): %w", c.Name, id, err)
+	}
+	logger.V(2).Info("Started container", "containerID", id, "restartCount", cts.RestartCount)
+	return kubecontainer.Waiting{}, nil
+}
+
+// imageResult is the outcome of ensureImage for one container.
+type imageResult struct {
+	ref     string
+	waiting kubecontainer.Waiting
+	err     error
+}
+
+// imagePrefetch holds the images of the containers to start; results is
+// written by the prefetching goroutine and may be read once done is closed.
+type imagePrefetch struct {
+	done    chan struct{}
+	results map[string]imageResult
+}
+
+// prefetchImages ensures, in one goroutine, the image of every container to
+// start, in order.
+func (s *Syncer) prefetchImages(ctx context.Context, cs []containerToStart, sandboxConfig *runtimeapi.PodSandboxConfig) *imagePrefetch {
+	p := &imagePrefetch{done: make(chan struct{}), results: make(map[string]imageResult, len(cs))}
+	go func() {
+		defer close(p.done)
+		for _, cts := range cs {
+			ref, w, err := s.ensureImage(ctx, cts.Container, sandboxConfig)
+			p.results[cts.Container.Name] = imageResult{ref: ref, waiting: w, err: err}
+		}
+	}()
+	return p
+}
+
+// needsPodIP reports whether a container's env refers to the pod's IP.
+func needsPodIP(cs []containerToStart) bool {
+	for _, cts := range cs {
+		for _, e := range cts.Container.Env {
+			if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && strings.HasPrefix(e.ValueFrom.FieldRef.FieldPath, "status.podIP") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ensureImage returns the image reference to create the container from,
+// pulling the image when the pull policy asks for it.
+func (s *Syncer) ensureImage(ctx context.Context, c *v1.Container, sandboxConfig *runtimeapi.PodSandboxConfig) (string, kubecontainer.Waiting, error) {
+	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
+	resp, err := s.cfg.Images.ImageStatus(ctx, spec, false)
+	if err != nil {
+		return "", kubecontainer.Waiting{Reason: "ErrImageInspect", Message: err.Error()}, fmt.Errorf("inspect image %q: %w", c.Image, err)
+	}
+	present := resp.GetImage() != nil
+	switch {
+	case c.ImagePullPolicy == v1.PullNever && !present:
+		msg := fmt.Sprintf("container image %q is not present with pull policy of Never", c.Image)
+		return "", kubecontainer.Waiting{Reason: "ErrImageNeverPull", Message: msg}, errors.New(msg)
+	case c.ImagePullPolicy == v1.PullAlways || !present:
+		ref, err := s.cfg.Images.PullImage(ctx, spec, nil, sandboxConfig)
+		if err != nil {
+			msg := fmt.Sprintf("pull image %q: %v", c.Image, err)
+			return "", kubecontainer.Waiting{Reason: "ErrImagePull", Message: msg}, fmt.Errorf("pull image %q: %w", c.Image, err)
+		}
+		return ref, kubecontainer.Waiting{}, nil
+	default:
+		return resp.Image.Id, kubecontainer.Waiting{}, nil
+	}
+}
+
+// killContainers stops the given containers concurrently.
+func (s *Syncer) killContainers(ctx context.Context, kill map[string]containerToKill, grace int64) error {
+	if len(kill) == 0 {
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(kill))
+	for id, k := range kill {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			klog.FromContext(ctx).V(2).Info("Killing container", "container", k.Name, "containerID", id, "reason", k.Reason, "gracePeriod", grace)
+			if err := s.cfg.Runtime.StopContainer(ctx, id, grace); err != nil && !kubecontainer.IsNotFound(err) {
+				errs <- fmt.Errorf("stop container %q (%s): %w", k.Name, id, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// killPod stops every running container, then every ready sandbox.
+func (s *Syncer) killPod(ctx context.Context, status *kubecontainer.PodStatus, grace int64) error {
+	kill := map[string]containerToKill{}
+	for _, cs := range status.Containers {
+		if cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			kill[cs.ID] = containerToKill{Name: cs.Name, Reason: "pod terminating"}
+		}
+	}
+	if err := s.killContainers(ctx, kill, grace); err != nil {
+		return err
+	}
+	for _, sb := range status.Sandboxes {
+		if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			continue
+		}
+		if err := s.cfg.Runtime.StopPodSandbox(ctx, sb.Id); err != nil && !kubecontainer.IsNotFound(err) {
+			return fmt.Errorf("stop sandbox %s: %w", sb.Id, err)
+		}
+	}
+	return nil
+}
+
+// removeDead removes containers and sandboxes no status needs; failures
+// are only logged, the next sync tries again.
+func (s *Syncer) removeDead(ctx context.Context, actions *podActions) {
+	logger := klog.FromContext(ctx)
+	for _, id := range actions.ContainersToRemove {
+		if err := s.cfg.Runtime.RemoveContainer(ctx, id); err != nil && !kubecontainer.IsNotFound(err) {
+			logger.V(2).Info("Removing dead container failed", "containerID", id, "err", err)
+		}
+	}
+	for _, id := range actions.SandboxesToRemove {
+		if err := s.cfg.Runtime.RemovePodSandbox(ctx, id); err != nil && !kubecontainer.IsNotFound(err) {
+			logger.V(2).Info("Removing dead sandbox failed", "sandboxID", id, "err", err)
+		}
+	}
+}
+
+// SyncTerminatingPod stops the pod's containers with gracePeriod, then its
+// sandboxes.
+func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus, gracePeriod int64) (SyncResult, error) {
+	klog.FromContext(ctx).V(2).Info("Terminating pod", "gracePeriod", gracePeriod)
+	killErr := s.killPod(ctx, status, gracePeriod)
+	fresh, err := s.refresh(ctx, pod.UID)
+	if err != nil {
+		return SyncResult{}, errors.Join(killErr, err)
+	}
+	s.report(pod, fresh, nil)
+	return SyncResult{StatusTime: fresh.TimeStamp}, killErr
+}
+
+// SyncTerminatedPod removes the pod's containers and sandboxes from the
+// runtime, and its log and data directories from disk.
+func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus) (SyncResult, error) {
+	var errs []error
+	for _, cs := range status.Containers {
+		if err := s.cfg.Runtime.RemoveContainer(ctx, cs.ID); err != nil && !kubecontainer.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %q (%s): %w", cs.Name, cs.ID, err))
+		}
+	}
+	for _, sb := range status.Sandboxes {
+		if err := s.cfg.Runtime.RemovePodSandbox(ctx, sb.Id); err != nil && !kubecontainer.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.Id, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return SyncResult{}, err
+	}
+	fresh, err := s.refresh(ctx, pod.UID)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	if len(fresh.Sandboxes) > 0 || len(fresh.Containers) > 0 {
+		return SyncResult{StatusTime: fresh.TimeStamp}, fmt.Errorf("pod still has %d sandboxes and %d containers after removal", len(fresh.Sandboxes), len(fresh.Containers))
+	}
+	for _, dir := range []string{PodLogsDir(s.cfg.PodLogsDir, pod), s.podDir(pod.UID)} {
+		if err := os.RemoveAll(dir); err != nil {
+			return SyncResult{StatusTime: fresh.TimeStamp}, fmt.Errorf("remove %s: %w", dir, err)
+		}
+	}
+	s.backOff.forget(string(pod.UID) + "/")
+	s.mu.Lock()
+	delete(s.waiting, pod.UID)
+	s.mu.Unlock()
+	s.cfg.Status.RemovePod(pod.UID)
+	klog.FromContext(ctx).V(2).Info("Pod removed from the runtime")
+	return SyncResult{StatusTime: fresh.TimeStamp}, nil
+}
+
+// refresh reads the pod's status from the runtime and stores it in the
+// cache, so the next sync sees what this one did without waiting for a
+// relist.
+func (s *Syncer) refresh(ctx context.Context, uid types.UID) (*kubecontainer.PodStatus, error) {
+	ts := s.cfg.Clock.Now()
+	st, err := kubecontainer.GetPodStatus(ctx, s.cfg.Runtime, uid, ts)
+	if err != nil {
+		return nil, fmt.Errorf("read pod status after sync: %w", err)
+	}
+	s.cfg.Cache.Set(uid, st, nil, ts)
+	return st, nil
+}
+
+// report hands the status to the status setter, together with the waiting
+// reasons of containers that failed to start at an earlier sync and have
+// not started since.
+func (s *Syncer) report(pod *v1.Pod, status *kubecontainer.PodStatus, waiting map[string]kubecontainer.Waiting) {
+	s.mu.Lock()
+	prev := s.waiting[pod.UID]
+	merged := make(map[string]kubecontainer.Waiting, len(waiting)+len(prev))
+	for name, w := range prev {
+		if cs := status.FindContainer(name); cs == nil || cs.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			merged[name] = w
+		}
+	}
+	for name, w := range waiting {
+		merged[name] = w
+	}
+	// Remember only the errors; ContainerCreating and back-off are derived
+	// again at every sync.
+	keep := map[string]kubecontainer.Waiting{}
+	for name, w := range merged {
+		if w.Reason != "ContainerCreating" && w.Reason != "CrashLoopBackOff" {
+			keep[name] = w
+		}
+	}
+	s.waiting[pod.UID] = keep
+	s.mu.Unlock()
+	s.cfg.Status.SetPodStatus(pod, status, merged)
+}
+
+func (s *Syncer) podDir(uid types.UID) string {
+	return filepath.Join(s.cfg.RootDir, "pods", string(uid))
+}
+
+// backOffKey identifies a container's restart backoff: a new spec starts a
+// new backoff.
+func backOffKey(pod *v1.Pod, c *v1.Container) string {
+	return string(pod.UID) + "/" + c.Name + "/" + kubecontainer.HashContainer(c)
+}
