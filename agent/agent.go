@@ -1,0 +1,249 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/agent/podconfig"
+	"github.com/minikubelet/minikubelet/agent/server"
+	"github.com/minikubelet/minikubelet/agent/sources"
+	"github.com/minikubelet/minikubelet/agent/sources/file"
+	"github.com/minikubelet/minikubelet/agent/status"
+	"github.com/minikubelet/minikubelet/internal/cri"
+	"github.com/minikubelet/minikubelet/pleg"
+	"github.com/minikubelet/minikubelet/podworkers"
+)
+
+// Channel capacities. Each channel has one writer and one reader, is owned
+// by Run, and is never closed (its goroutines end on ctx instead).
+const (
+	// sourceUpdatesCap buffers source snapshots for the merge.
+	sourceUpdatesCap = 16
+	// podUpdatesCap buffers merged operations for the syncLoop; the merge
+	// blocks when it is full, so nothing is dropped.
+	podUpdatesCap = 64
+)
+
+// Agent is a running minikubelet. Create it with New and start it with Run.
+type Agent struct {
+	cfg      Config
+	clock    clock.WithTicker
+	nodeName string
+	hostIP   string
+
+	pods    *podManager
+	merger  *podconfig.Merger
+	cache *pleg.Cache
+	// workers is set by Run before the syncLoop starts and used only by
+	// Run's goroutine.
+	workers *podworkers.Workers
+	// status and pleg are set by Run once the runtime answers; the HTTP
+	// server reads them before that.
+	status atomic.Pointer[status.Manager]
+	pleg   atomic.Pointer[pleg.Generic]
+	// runtimeReady is set once the runtime has answered.
+	runtimeReady atomic.Bool
+	// syncLoopTick is the UnixNano time of the syncLoop's last iteration.
+	syncLoopTick atomic.Int64
+}
+
+// Deps are what tests may replace; zero values get the real thing.
+type Deps struct {
+	Clock clock.WithTicker
+}
+
+// New checks cfg and prepares an agent; it does no I/O beyond reading the
+// node's name and address.
+func New(cfg Config, deps Deps) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Clock == nil {
+		deps.Clock = clock.RealClock{}
+	}
+	nodeName, err := cfg.nodeName()
+	if err != nil {
+		return nil, err
+	}
+	ip, err := hostIP(cfg.NodeIP)
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{
+		cfg:      cfg,
+		clock:    deps.Clock,
+		nodeName: nodeName,
+		hostIP:   ip,
+		pods:     newPodManager(),
+		merger:   podconfig.New([]string{sources.File}),
+		cache:    pleg.NewCache(),
+	}, nil
+}
+
+// Run runs the agent until ctx is cancelled. It returns an error only for
+// what stops the agent from starting (a port in use); everything else is
+// retried. Pods keep running after Run returns.
+func (a *Agent) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting minikubelet", "node", a.nodeName, "hostIP", a.hostIP, "manifests", a.cfg.PodManifestPath, "runtime", a.cfg.RuntimeEndpoint)
+
+	srv, err := server.Listen(server.Config{
+		Address:        a.cfg.Address,
+		ReadOnlyPort:   a.cfg.ReadOnlyPort,
+		HealthzAddress: a.cfg.HealthzBindAddress,
+		HealthzPort:    a.cfg.HealthzPort,
+		Pods:           a,
+		Checks: []server.Check{
+			{Name: "runtime", Check: a.runtimeHealthy},
+			{Name: "pleg", Check: a.plegHealthy},
+			{Name: "syncloop", Check: a.syncLoopHealthy},
+		},
+	})
+	if err != nil {
+		return err
+	}
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	goRun := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(ctx)
+		}()
+	}
+	goRun(func(ctx context.Context) {
+		if err := srv.Serve(ctx); err != nil {
+			logger.Error(err, "HTTP server failed")
+		}
+	})
+
+	// Sources start before the runtime is reached, so that manifest errors
+	// are reported even while the runtime is down; their updates wait in
+	// podUpdates and the merge until the syncLoop runs.
+	sourceUpdates := make(chan sources.Update, sourceUpdatesCap)
+	podUpdates := make(chan podconfig.PodUpdate, podUpdatesCap)
+	fileSource := file.New(file.Config{
+		Path:           a.cfg.PodManifestPath,
+		NodeName:       a.nodeName,
+		CheckFrequency: a.cfg.FileCheckFrequency,
+		Clock:          a.clock,
+	})
+	goRun(func(ctx context.Context) { fileSource.Run(ctx, sourceUpdates) })
+	goRun(func(ctx context.Context) { a.merger.Run(ctx, sourceUpdates, podUpdates) })
+
+	clients, err := cri.Connect(ctx, a.clock, a.cfg.RuntimeEndpoint, a.cfg.RuntimeRequestTimeout)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
+	a.runtimeReady.Store(true)
+	defer func() {
+		closeCtx, cancel := cleanupContext()
+		defer cancel()
+		_ = clients.Runtime.Close(closeCtx)
+		_ = clients.Images.Close(closeCtx)
+	}()
+
+	statusManager := status.NewManager(status.Config{Clock: a.clock, HostIP: a.hostIP, RuntimeName: clients.RuntimeName})
+	a.status.Store(statusManager)
+	syncer := podworkers.NewSyncer(podworkers.SyncerConfig{
+		Runtime:        clients.Runtime,
+		Images:         clients.Images,
+		Cache:          a.cache,
+		Status:         statusManager,
+		Clock:          a.clock,
+		NodeName:       a.nodeName,
+		HostIP:         a.hostIP,
+		RootDir:        a.cfg.RootDir,
+		PodLogsDir:     a.cfg.PodLogsDir,
+		BackOffInitial: 10 * time.Second,
+		BackOffMax:     a.cfg.MaxContainerRestartPeriod,
+		BackOffReset:   10 * time.Minute,
+	})
+	a.workers = podworkers.New(podworkers.Config{
+		Syncer:         syncer,
+		Cache:          a.cache,
+		Clock:          a.clock,
+		ResyncInterval: a.cfg.SyncFrequency,
+	})
+	defer a.workers.Wait()
+	generic := pleg.NewGeneric(pleg.GenericConfig{
+		Runtime:      clients.Runtime,
+		Cache:        a.cache,
+		RelistPeriod: a.cfg.PLEGRelistPeriod,
+		Clock:        a.clock,
+	})
+	a.pleg.Store(generic)
+	goRun(generic.Run)
+
+	a.syncLoop(ctx, podUpdates, generic.Watch())
+	logger.Info("Stopping minikubelet; pods keep running")
+	return nil
+}
+
+// PodsWithStatus returns the node's pods with their current status, for
+// /pods. The pods are copies the caller may keep.
+func (a *Agent) PodsWithStatus() []*v1.Pod {
+	pods := a.pods.list()
+	statuses := a.status.Load()
+	out := make([]*v1.Pod, 0, len(pods))
+	for _, p := range pods {
+		cp := p.DeepCopy()
+		if statuses != nil {
+			if st, ok := statuses.Get(p.UID); ok {
+				cp.Status = *st.DeepCopy()
+			}
+		}
+		if cp.Status.Phase == "" {
+			cp.Status.Phase = v1.PodPending
+		}
+		out = append(out, cp)
+	}
+	return out
+}
+
+func (a *Agent) runtimeHealthy() error {
+	if !a.runtimeReady.Load() {
+		return fmt.Errorf("container runtime at %s has not answered yet", a.cfg.RuntimeEndpoint)
+	}
+	return nil
+}
+
+func (a *Agent) plegHealthy() error {
+	g := a.pleg.Load()
+	if g == nil {
+		return errors.New("pleg not started")
+	}
+	return g.Healthy()
+}
+
+// syncLoopHealthy fails when the syncLoop has not turned for a while: it
+// turns at least every sync tick.
+func (a *Agent) syncLoopHealthy() error {
+	last := a.syncLoopTick.Load()
+	if last == 0 {
+		return errors.New("sync loop not started")
+	}
+	if age := a.clock.Since(time.Unix(0, last)); age > syncLoopStallThreshold {
+		return fmt.Errorf("sync loop last turned %v ago; threshold is %v", age.Round(time.Second), syncLoopStallThreshold)
+	}
+	return nil
+}
+
+// cleanupContext bounds work done after the agent's ctx was cancelled.
+func cleanupContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 5*time.Second)
+}

@@ -1,0 +1,121 @@
+package agent
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is the agent's configuration. Its flag names and defaults are the
+// kubelet's.
+type Config struct {
+	PodManifestPath       string
+	FileCheckFrequency    time.Duration
+	SyncFrequency         time.Duration
+	RuntimeEndpoint       string
+	RuntimeRequestTimeout time.Duration
+	RootDir               string
+	PodLogsDir            string
+	HostnameOverride      string
+	NodeIP                string
+	Address               string
+	ReadOnlyPort          int
+	HealthzBindAddress    string
+	HealthzPort           int
+	PLEGRelistPeriod      time.Duration
+	// MaxContainerRestartPeriod caps the crash-loop back-off.
+	MaxContainerRestartPeriod time.Duration
+}
+
+// DefaultConfig returns the kubelet's defaults.
+func DefaultConfig() Config {
+	return Config{
+		PodManifestPath:           "/etc/kubernetes/manifests",
+		FileCheckFrequency:        20 * time.Second,
+		SyncFrequency:             time.Minute,
+		RuntimeEndpoint:           "unix:///run/containerd/containerd.sock",
+		RuntimeRequestTimeout:     2 * time.Minute,
+		RootDir:                   "/var/lib/minikubelet",
+		PodLogsDir:                "/var/log/pods",
+		Address:                   "127.0.0.1",
+		ReadOnlyPort:              10255,
+		HealthzBindAddress:        "127.0.0.1",
+		HealthzPort:               10248,
+		PLEGRelistPeriod:          time.Second,
+		MaxContainerRestartPeriod: 300 * time.Second,
+	}
+}
+
+// AddFlags registers the configuration's flags on fs, with c's current
+// values as defaults.
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.PodManifestPath, "pod-manifest-path", c.PodManifestPath, "Directory of static pod manifests: every *.yaml, *.yml and *.json file in it holds one v1 Pod, run on this node. Dot files and editor temp files are ignored.")
+	fs.DurationVar(&c.FileCheckFrequency, "file-check-frequency", c.FileCheckFrequency, "How often the manifest directory is rescanned in full, as a safety net behind the filesystem notifications that are normally seen within a second.")
+	fs.DurationVar(&c.SyncFrequency, "sync-frequency", c.SyncFrequency, "How often each running pod is synced against the runtime even when nothing changed (with up to 50% jitter).")
+	fs.StringVar(&c.RuntimeEndpoint, "container-runtime-endpoint", c.RuntimeEndpoint, "The CRI endpoint of the container runtime, e.g. unix:///run/containerd/containerd.sock. The agent waits for it when it is not up yet.")
+	fs.DurationVar(&c.RuntimeRequestTimeout, "runtime-request-timeout", c.RuntimeRequestTimeout, "Timeout of every CRI request except long-running ones (image pulls, stops, which add their own time).")
+	fs.StringVar(&c.RootDir, "root-dir", c.RootDir, "Directory for the agent's files: pod data under <root-dir>/pods/<uid>.")
+	fs.StringVar(&c.PodLogsDir, "pod-logs-dir", c.PodLogsDir, "Directory of container logs: <pod-logs-dir>/<namespace>_<name>_<uid>/<container>/<restart>.log.")
+	fs.StringVar(&c.HostnameOverride, "hostname-override", c.HostnameOverride, "The node name, used to name static pods (<pod>-<node>) and to derive their UIDs. Default: the host's name, lowercased.")
+	fs.StringVar(&c.NodeIP, "node-ip", c.NodeIP, "The node's IP address, reported as hostIP. Default: the address of the interface of the default route.")
+	fs.StringVar(&c.Address, "address", c.Address, "IP address the read-only port listens on.")
+	fs.IntVar(&c.ReadOnlyPort, "read-only-port", c.ReadOnlyPort, "Port of the read-only endpoints (/pods, /healthz); 0 disables them.")
+	fs.StringVar(&c.HealthzBindAddress, "healthz-bind-address", c.HealthzBindAddress, "IP address the healthz port listens on.")
+	fs.IntVar(&c.HealthzPort, "healthz-port", c.HealthzPort, "Port of /healthz; 0 disables it.")
+	fs.DurationVar(&c.PLEGRelistPeriod, "pleg-relist-period", c.PLEGRelistPeriod, "How often the runtime is relisted to notice containers that started, died or vanished.")
+	fs.DurationVar(&c.MaxContainerRestartPeriod, "max-container-restart-period", c.MaxContainerRestartPeriod, "The longest crash-loop back-off between restarts of a failing container (it starts at 10s and doubles).")
+}
+
+// Validate reports every bad value, each naming its flag.
+func (c *Config) Validate() error {
+	var errs []error
+	positive := []struct {
+		flag string
+		d    time.Duration
+	}{
+		{"file-check-frequency", c.FileCheckFrequency},
+		{"sync-frequency", c.SyncFrequency},
+		{"runtime-request-timeout", c.RuntimeRequestTimeout},
+		{"pleg-relist-period", c.PLEGRelistPeriod},
+		{"max-container-restart-period", c.MaxContainerRestartPeriod},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			errs = append(errs, fmt.Errorf("--%s: must be positive, got %v", p.flag, p.d))
+		}
+	}
+	for _, p := range []struct {
+		flag string
+		port int
+	}{{"read-only-port", c.ReadOnlyPort}, {"healthz-port", c.HealthzPort}} {
+		if p.port < 0 || p.port > 65535 {
+			errs = append(errs, fmt.Errorf("--%s: %d is not a port (0 disables)", p.flag, p.port))
+		}
+	}
+	if !strings.HasPrefix(c.RuntimeEndpoint, "unix://") && !strings.HasPrefix(c.RuntimeEndpoint, "/") {
+		errs = append(errs, fmt.Errorf("--container-runtime-endpoint: %q must be unix:///path/to/socket", c.RuntimeEndpoint))
+	}
+	for _, d := range []struct{ flag, path string }{{"root-dir", c.RootDir}, {"pod-logs-dir", c.PodLogsDir}, {"pod-manifest-path", c.PodManifestPath}} {
+		if d.path == "" {
+			errs = append(errs, fmt.Errorf("--%s: must not be empty", d.flag))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nodeName is --hostname-override or the host's name, lowercased as the
+// kubelet does.
+func (c *Config) nodeName() (string, error) {
+	name := c.HostnameOverride
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return "", fmt.Errorf("node name: %w (set --hostname-override)", err)
+		}
+		name = h
+	}
+	return strings.ToLower(strings.TrimSpace(name)), nil
+}

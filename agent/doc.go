@@ -1,0 +1,14 @@
+// Package agent wires minikubelet's parts together and owns the syncLoop.
+//
+// Pod sources (agent/sources/...) feed the merge (agent/podconfig), whose
+// ADD / UPDATE / DELETE / REMOVE / RECONCILE operations reach the syncLoop
+// together with PLEG events and the periodic sync and housekeeping ticks.
+// The syncLoop only dispatches (DESIGN.md rule 1): it records the pods the
+// sources want and hands every piece of work to the pod's worker
+// (podworkers), which does all runtime calls. The status manager
+// (agent/status) and the HTTP endpoints (agent/server) report what the
+// workers saw.
+//
+// Run(ctx) starts everything and returns when ctx is cancelled. Stopping the
+// agent leaves the pods running, as the kubelet does.
+package agent

@@ -1,0 +1,143 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// podLister lists the pods the node runs, with their current status.
+type podLister interface {
+	PodsWithStatus() []*v1.Pod
+}
+
+// Check is one named health check; Check returns nil when healthy.
+type Check struct {
+	Name  string
+	Check func() error
+}
+
+// Config configures the endpoints.
+type Config struct {
+	// Address and ReadOnlyPort of the read-only endpoints; port 0
+	// disables them.
+	Address      string
+	ReadOnlyPort int
+	// HealthzAddress and HealthzPort of /healthz; port 0 disables it.
+	HealthzAddress string
+	HealthzPort    int
+	Pods           podLister
+	Checks         []Check
+}
+
+// Server serves the endpoints.
+type Server struct {
+	cfg       Config
+	listeners []net.Listener
+}
+
+// Listen binds every enabled port, so that a port in use is reported at
+// start-up. Serve then serves them.
+func Listen(cfg Config) (*Server, error) {
+	s := &Server{cfg: cfg}
+	for _, l := range []struct {
+		addr string
+		port int
+	}{{cfg.Address, cfg.ReadOnlyPort}, {cfg.HealthzAddress, cfg.HealthzPort}} {
+		if l.port == 0 {
+			s.listeners = append(s.listeners, nil)
+			continue
+		}
+		addr := net.JoinHostPort(l.addr, strconv.Itoa(l.port))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		s.listeners = append(s.listeners, ln)
+	}
+	return s, nil
+}
+
+func (s *Server) close() {
+	for _, ln := range s.listeners {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
+
+// Serve serves until ctx is done, then shuts the servers down.
+func (s *Server) Serve(ctx context.Context) error {
+	readOnly := http.NewServeMux()
+	readOnly.HandleFunc("GET /pods", s.pods)
+	readOnly.HandleFunc("GET /healthz", s.healthz)
+	healthz := http.NewServeMux()
+	healthz.HandleFunc("GET /healthz", s.healthz)
+
+	errs := make(chan error, 2)
+	var servers []*http.Server
+	for i, mux := range []*http.ServeMux{readOnly, healthz} {
+		ln := s.listeners[i]
+		if ln == nil {
+			continue
+		}
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, srv)
+		klog.FromContext(ctx).Info("Serving HTTP", "address", ln.Addr().String())
+		go func() { errs <- srv.Serve(ln) }()
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errs:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		_ = srv.Shutdown(shutdownCtx)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (s *Server) pods(w http.ResponseWriter, _ *http.Request) {
+	list := v1.PodList{}
+	list.Kind, list.APIVersion = "PodList", "v1"
+	for _, p := range s.cfg.Pods.PodsWithStatus() {
+		list.Items = append(list.Items, *p)
+	}
+	if list.Items == nil {
+		list.Items = []v1.Pod{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(&list)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	var failed []error
+	for _, c := range s.cfg.Checks {
+		if err := c.Check(); err != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", c.Name, err))
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if len(failed) > 0 {
+		w.WriteHeader(http.StatusInternalServerError)
+		for _, err := range failed {
+			fmt.Fprintf(w, "[-] %v\n", err)
+		}
+		return
+	}
+	_, _ = w.Write([]byte("ok"))
+}

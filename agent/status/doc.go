@@ -1,0 +1,8 @@
+// Package status turns the runtime status of a pod into the pod status the
+// Kubernetes API shows (phase, conditions, IPs, per-container state), and
+// keeps the newest one of every pod for the agent's endpoints.
+//
+// Data enters from pod workers (Manager.SetPodStatus after every sync) and
+// leaves through Manager.Get, read by the HTTP server's /pods. A pod's
+// terminal phase (Succeeded, Failed) never changes back.
+package status

@@ -1,0 +1,71 @@
+package status
+
+import (
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+)
+
+// Config configures a Manager.
+type Config struct {
+	Clock clock.PassiveClock
+	// HostIP is the node's address, reported as every pod's hostIP and as
+	// the podIP of host-network pods.
+	HostIP string
+	// RuntimeName prefixes container IDs ("containerd://<id>").
+	RuntimeName string
+}
+
+// Manager keeps the newest API status of every pod. Safe for concurrent use.
+type Manager struct {
+	cfg      Config
+	mu       sync.RWMutex
+	statuses map[types.UID]v1.PodStatus
+}
+
+// NewManager returns an empty Manager.
+func NewManager(cfg Config) *Manager {
+	return &Manager{cfg: cfg, statuses: map[types.UID]v1.PodStatus{}}
+}
+
+// SetPodStatus computes and stores the API status of pod from its runtime
+// status.
+func (m *Manager) SetPodStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, waiting map[string]kubecontainer.Waiting) {
+	now := metav1.NewTime(m.cfg.Clock.Now())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.statuses[pod.UID]
+	if !ok {
+		old = v1.PodStatus{StartTime: &now}
+	}
+	m.statuses[pod.UID] = Generate(GenerateInput{
+		Pod:         pod,
+		Runtime:     rs,
+		Waiting:     waiting,
+		Old:         old,
+		Now:         now,
+		HostIP:      m.cfg.HostIP,
+		RuntimeName: m.cfg.RuntimeName,
+	})
+}
+
+// RemovePod forgets a pod's status.
+func (m *Manager) RemovePod(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.statuses, uid)
+}
+
+// Get returns the newest status of a pod and whether there is one. The
+// caller may keep the result but must not modify its slices.
+func (m *Manager) Get(uid types.UID) (v1.PodStatus, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	st, ok := m.statuses[uid]
+	return st, ok
+}

@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/minikubelet/minikubelet/agent/podconfig"
+	"github.com/minikubelet/minikubelet/pleg"
+	"github.com/minikubelet/minikubelet/podworkers"
+)
+
+const (
+	// syncTickPeriod is how often pods due for a periodic sync are woken.
+	syncTickPeriod = time.Second
+	// housekeepingPeriod is how often state of gone pods is cleaned up.
+	housekeepingPeriod = 2 * time.Second
+	// syncLoopStallThreshold is how long the loop may go without turning
+	// before /healthz fails.
+	syncLoopStallThreshold = 30 * time.Second
+)
+
+// syncLoop is the one place where everything that can change a pod meets.
+// It only dispatches (DESIGN.md rule 1): every branch records state in
+// memory and hands work to pod workers, never calling the runtime.
+func (a *Agent) syncLoop(ctx context.Context, updates <-chan podconfig.PodUpdate, plegCh <-chan *pleg.Event) {
+	logger := klog.FromContext(ctx).WithName("syncloop")
+	syncTicker := a.clock.NewTicker(syncTickPeriod)
+	defer syncTicker.Stop()
+	housekeeping := a.clock.NewTicker(housekeepingPeriod)
+	defer housekeeping.Stop()
+	for {
+		a.syncLoopTick.Store(a.clock.Now().UnixNano())
+		select {
+		case <-ctx.Done():
+			return
+		case u := <-updates:
+			a.handlePodUpdate(ctx, logger, u)
+		case e := <-plegCh:
+			a.handlePLEGEvent(ctx, logger, e)
+		case <-syncTicker.C():
+			a.workers.ResyncDue()
+		case <-housekeeping.C():
+			a.housekeeping()
+		}
+	}
+}
+
+func (a *Agent) handlePodUpdate(ctx context.Context, logger klog.Logger, u podconfig.PodUpdate) {
+	for _, pod := range u.Pods {
+		logger.V(2).Info("Pod update", "op", u.Op.String(), "source", u.Source, "pod", klog.KObj(pod), "podUID", pod.UID)
+		switch u.Op {
+		case podconfig.ADD:
+			a.pods.set(pod)
+			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Create, Pod: pod})
+		case podconfig.UPDATE:
+			a.pods.set(pod)
+			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Update, Pod: pod})
+		case podconfig.DELETE:
+			a.pods.set(pod)
+			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod, GracePeriod: pod.DeletionGracePeriodSeconds})
+		case podconfig.REMOVE:
+			a.pods.remove(pod.UID)
+			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod})
+		case podconfig.RECONCILE:
+			a.pods.set(pod)
+		}
+	}
+}
+
+// handlePLEGEvent wakes the worker of a pod the node runs. Events for pods
+// the sources do not know are left to the worker that is terminating them,
+// if any.
+func (a *Agent) handlePLEGEvent(ctx context.Context, logger klog.Logger, e *pleg.Event) {
+	pod := a.pods.get(e.ID)
+	if pod == nil {
+		a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Sync, UID: e.ID, MinCacheTime: e.Time})
+		return
+	}
+	logger.V(4).Info("PLEG event", "pod", klog.KObj(pod), "event", e.Type, "id", e.Data)
+	a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Sync, Pod: pod, MinCacheTime: e.Time})
+}
+
+// housekeeping forgets the cached and reported state of pods that neither
+// the sources nor any worker know any more.
+func (a *Agent) housekeeping() {
+	known := map[types.UID]bool{}
+	for _, uid := range a.workers.Known() {
+		known[uid] = true
+	}
+	for _, p := range a.pods.list() {
+		known[p.UID] = true
+	}
+	a.cache.Forget(func(uid types.UID) bool { return !known[uid] })
+}

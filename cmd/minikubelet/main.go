@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/klog/v2"
+
+	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/internal/flagutil"
+	"github.com/minikubelet/minikubelet/internal/version"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) > 0 && args[0] == "version" {
+		fmt.Println("minikubelet", version.Version)
+		return 0
+	}
+	if len(args) > 0 && args[0] == "run" {
+		args = args[1:]
+	}
+	fs := flag.NewFlagSet("minikubelet", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: minikubelet [run] [flags]\n       minikubelet version\n\nRuns the pods of --pod-manifest-path in the CRI runtime at --container-runtime-endpoint.\n\nFlags:\n")
+		flagutil.PrintDefaults(fs.Output(), fs)
+	}
+	cfg := agent.DefaultConfig()
+	cfg.AddFlags(fs)
+	flagutil.AddKlogFlags(fs)
+	// Parse quietly: a mistake gets one line naming it, --help the usage.
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		fs.SetOutput(os.Stdout)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "minikubelet: %v (see --help)\n", err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "minikubelet: unexpected argument %q (flags start with --; see --help)\n", fs.Arg(0))
+		return 2
+	}
+	a, err := agent.New(cfg, agent.Deps{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "minikubelet: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ctx = klog.NewContext(ctx, klog.Background())
+	if err := a.Run(ctx); err != nil {
+		klog.Background().Error(err, "minikubelet failed")
+		return 1
+	}
+	return 0
+}
