@@ -72,6 +72,15 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 			}
 		}
 		a.CreateSandbox = true
+		if len(pod.Spec.InitContainers) > 0 {
+			// A new sandbox runs every init container again, from the first.
+			c := &pod.Spec.InitContainers[0]
+			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: nextRestartCount(status.FindContainer(c.Name))})
+			for i := range pod.Spec.Containers {
+				a.Waiting[pod.Spec.Containers[i].Name] = kubecontainer.Waiting{Reason: "PodInitializing"}
+			}
+			return a
+		}
 		for i := range pod.Spec.Containers {
 			c := &pod.Spec.Containers[i]
 			cs := status.FindContainer(c.Name)
@@ -84,6 +93,10 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 		return a
 	}
 	a.SandboxID = sb.Id
+
+	if done := initContainerActions(pod, status, sb.Id, &a, remaining); !done {
+		return a
+	}
 
 	inSpec := map[string]bool{}
 	for i := range pod.Spec.Containers {
@@ -119,6 +132,54 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 		}
 	}
 	return a
+}
+
+// initContainerActions starts the pod's init containers one after another,
+// each to success, in the current sandbox; a failed one is restarted per
+// the pod's restart policy (never under Never: the pod has failed). It
+// reports whether every init container has succeeded, so that the regular
+// containers may run.
+func initContainerActions(pod *v1.Pod, status *kubecontainer.PodStatus, sandboxID string, a *podActions, remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration) bool {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cs := findInSandbox(status, c.Name, sandboxID)
+		switch {
+		case cs != nil && cs.State == runtimeapi.ContainerState_CONTAINER_EXITED && cs.ExitCode == 0:
+			continue // succeeded
+		case cs != nil && cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
+			// running: wait for it
+		case cs == nil:
+			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: nextRestartCount(status.FindContainer(c.Name))})
+		case pod.Spec.RestartPolicy == v1.RestartPolicyNever && cs.State == runtimeapi.ContainerState_CONTAINER_EXITED:
+			// failed for good: the pod has failed
+		default:
+			if wait := remaining(c, cs); wait > 0 {
+				a.Waiting[c.Name] = kubecontainer.Waiting{
+					Reason:  "CrashLoopBackOff",
+					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", wait.Round(time.Second), c.Name, pod.Name, pod.Namespace, pod.UID),
+				}
+				a.RequeueAfter = wait
+			} else {
+				a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
+			}
+		}
+		for j := range pod.Spec.Containers {
+			a.Waiting[pod.Spec.Containers[j].Name] = kubecontainer.Waiting{Reason: "PodInitializing"}
+		}
+		return false
+	}
+	return true
+}
+
+// findInSandbox returns the newest status of the container called name
+// that ran in the given sandbox.
+func findInSandbox(status *kubecontainer.PodStatus, name, sandboxID string) *kubecontainer.ContainerStatus {
+	for _, cs := range status.Containers {
+		if cs.Name == name && cs.SandboxID == sandboxID {
+			return cs
+		}
+	}
+	return nil
 }
 
 // sandboxNeedsReplacing says why the pod needs a new sandbox, or "".
@@ -196,6 +257,9 @@ func staleSandboxes(status *kubecontainer.PodStatus) []string {
 // containers, and dead containers whose name left the spec, go.
 func deadContainersToRemove(pod *v1.Pod, status *kubecontainer.PodStatus) []string {
 	inSpec := map[string]bool{}
+	for _, c := range pod.Spec.InitContainers {
+		inSpec[c.Name] = true
+	}
 	for _, c := range pod.Spec.Containers {
 		inSpec[c.Name] = true
 	}

@@ -430,7 +430,7 @@ func (s *Syncer) report(pod *v1.Pod, status *kubecontainer.PodStatus, waiting ma
 	// again at every sync.
 	keep := map[string]kubecontainer.Waiting{}
 	for name, w := range merged {
-		if w.Reason != "ContainerCreating" && w.Reason != "CrashLoopBackOff" {
+		if w.Reason != "ContainerCreating" && w.Reason != "CrashLoopBackOff" && w.Reason != "PodInitializing" {
 			keep[name] = w
 		}
 	}

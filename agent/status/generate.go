@@ -44,10 +44,13 @@ func Generate(in GenerateInput) v1.PodStatus {
 	if len(ips) > 0 {
 		st.PodIP = ips[0]
 	}
+	for i := range pod.Spec.InitContainers {
+		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(&pod.Spec.InitContainers[i], rs, in.Waiting, in.RuntimeName))
+	}
 	for i := range pod.Spec.Containers {
 		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(&pod.Spec.Containers[i], rs, in.Waiting, in.RuntimeName))
 	}
-	st.Phase = phase(pod, st.ContainerStatuses)
+	st.Phase = phase(pod, st.InitContainerStatuses, st.ContainerStatuses)
 	if in.Old.Phase == v1.PodSucceeded || in.Old.Phase == v1.PodFailed {
 		st.Phase = in.Old.Phase // a terminal phase never changes back
 	}
@@ -126,8 +129,28 @@ func containerID(runtimeName, id string) string {
 	return runtimeName + "://" + id
 }
 
-// phase applies the kubelet's rules to the regular containers' states.
-func phase(pod *v1.Pod, statuses []v1.ContainerStatus) v1.PodPhase {
+// initialized reports whether every init container has succeeded.
+func initialized(inits []v1.ContainerStatus) bool {
+	for _, cs := range inits {
+		if t := cs.State.Terminated; t == nil || t.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// phase applies the kubelet's rules: Pending while init containers run (or
+// Failed when one failed under restartPolicy Never), then by the regular
+// containers' states.
+func phase(pod *v1.Pod, inits, statuses []v1.ContainerStatus) v1.PodPhase {
+	if !initialized(inits) {
+		for _, cs := range inits {
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+				return v1.PodFailed
+			}
+		}
+		return v1.PodPending
+	}
 	var waiting, running, stopped, succeeded int
 	for _, cs := range statuses {
 		switch {
@@ -180,7 +203,7 @@ func conditions(pod *v1.Pod, rs *kubecontainer.PodStatus, st *v1.PodStatus, old 
 	}{
 		{v1.PodScheduled, true},
 		{v1.PodReadyToStartContainers, sandboxReady},
-		{v1.PodInitialized, true},
+		{v1.PodInitialized, initialized(st.InitContainerStatuses)},
 		{v1.ContainersReady, allReady && !succeeded},
 		{v1.PodReady, allReady && !succeeded},
 	}
