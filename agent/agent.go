@@ -39,9 +39,9 @@ type Agent struct {
 	nodeName string
 	hostIP   string
 
-	pods    *podManager
-	merger  *podconfig.Merger
-	cache *pleg.Cache
+	pods   *podManager
+	merger *podconfig.Merger
+	cache  *pleg.Cache
 	// workers is set by Run before the syncLoop starts and used only by
 	// Run's goroutine.
 	workers *podworkers.Workers

@@ -345,7 +345,7 @@ func (w *Workers) afterSync(uid types.UID, st *podState, ph phase, res SyncResul
 	case syncing:
 		next := w.cfg.ResyncInterval
 		if next > 0 {
-			next += time.Duration(rand.Int64N(int64(next)/2 + 1))
+			next += time.Duration(rand.Int64N(int64(next)/2 + 1)) //nolint:gosec // G404: jitter needs no crypto
 		}
 		if res.RequeueAfter > 0 && (next <= 0 || res.RequeueAfter < next) {
 			next = res.RequeueAfter
