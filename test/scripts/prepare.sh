@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# prepare.sh: set up the minikubelet integration test bed on this machine.
+#
+# Run as root. Idempotent, and fast (well under 2 s) when everything is cached:
+#   1. installs the Debian packages the bed needs (apt-get only if one is missing);
+#   2. builds containerd $CONTAINERD_VERSION from the Go module proxy into
+#      $MINIKUBELET_CACHE/containerd-$CONTAINERD_VERSION/bin (skipped if present);
+#   3. builds the local pause and busybox OCI image tarballs into
+#      $MINIKUBELET_CACHE/images (rebuilt only when their sources change);
+#   4. writes $MINIKUBELET_CACHE/bed.json, read by test/ctrdtest.LoadBed.
+#
+# Environment: MINIKUBELET_CACHE (default /var/cache/minikubelet), GO (default:
+# go on PATH, else /usr/local/go/bin/go).
+set -euo pipefail
+
+CONTAINERD_VERSION=v2.1.4
+PAUSE_REF=localhost/minikubelet/pause:3.10
+BUSYBOX_REF=localhost/minikubelet/busybox:1.35
+BUSYBOX_BIN=/bin/busybox
+IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iproute2 util-linux)
+
+CACHE=${MINIKUBELET_CACHE:-/var/cache/minikubelet}
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SCRIPT="$REPO/test/scripts/prepare.sh"
+CTRD2_DIR="$CACHE/containerd-$CONTAINERD_VERSION"
+IMAGES_DIR="$CACHE/images"
+
+log() { echo "prepare: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+find_go() {
+	if [[ -n "${GO:-}" ]]; then echo "$GO"; return; fi
+	if command -v go >/dev/null 2>&1; then command -v go; return; fi
+	[[ -x /usr/local/go/bin/go ]] || die "no go on PATH and no /usr/local/go/bin/go"
+	echo /usr/local/go/bin/go
+}
+
+# install_packages installs whichever of $PACKAGES is not installed.
+install_packages() {
+	local missing=() p status
+	for p in "${PACKAGES[@]}"; do
+		status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+		[[ "$status" == installed ]] || missing+=("$p")
+	done
+	[[ ${#missing[@]} -eq 0 ]] && return
+	log "installing ${missing[*]}"
+	apt-get update -q
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# build_containerd2 builds containerd, its runc shim and ctr at $CONTAINERD_VERSION
+# through a throwaway module (go install ...@version is refused: exclude directives).
+build_containerd2() {
+	local bin="$CTRD2_DIR/bin" f
+	if [[ -x "$bin/containerd" && -x "$bin/containerd-shim-runc-v2" && -x "$bin/ctr" ]]; then
+		return
+	fi
+	log "building containerd $CONTAINERD_VERSION (about 2 minutes cold)"
+	local tmp="$WORK/ctrd"
+	mkdir -p "$tmp"
+	cat >"$tmp/go.mod" <<-EOF
+		module minikubelet.invalid/ctrdbuild
+
+		go 1.24
+
+		require github.com/containerd/containerd/v2 $CONTAINERD_VERSION
+	EOF
+	cat >"$tmp/tools.go" <<-'EOF'
+		//go:build tools
+
+		package tools
+
+		import (
+			_ "github.com/containerd/containerd/v2/cmd/containerd"
+			_ "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
+			_ "github.com/containerd/containerd/v2/cmd/ctr"
+		)
+	EOF
+	(
+		cd "$tmp"
+		GOFLAGS=-mod=mod GOTOOLCHAIN=local "$GO" mod tidy
+		GOFLAGS=-mod=mod GOTOOLCHAIN=local "$GO" build -tags no_btrfs -trimpath \
+			-ldflags "-X github.com/containerd/containerd/v2/version.Version=${CONTAINERD_VERSION#v}" \
+			-o "$tmp/bin/" \
+			github.com/containerd/containerd/v2/cmd/containerd \
+			github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+			github.com/containerd/containerd/v2/cmd/ctr
+	)
+	for f in containerd containerd-shim-runc-v2 ctr; do
+		[[ -x "$tmp/bin/$f" ]] || die "containerd build produced no $f"
+	done
+	mkdir -p "$CTRD2_DIR"
+	rm -rf "$bin"
+	mv "$tmp/bin" "$bin"
+	log "containerd $CONTAINERD_VERSION ready in $bin"
+}
+
+# images_stamp hashes everything the image tarballs are made from.
+images_stamp() {
+	{
+		(cd "$REPO" && find test/images -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+		sha256sum "$BUSYBOX_BIN" "$SCRIPT"
+		"$GO" env GOVERSION
+	} | sha256sum | cut -d' ' -f1
+}
+
+# build_images rebuilds pause.tar and busybox.tar when their stamp changed.
+build_images() {
+	local stamp_file="$IMAGES_DIR/.stamp" want
+	want=$(images_stamp)
+	if [[ -f "$IMAGES_DIR/pause.tar" && -f "$IMAGES_DIR/busybox.tar" &&
+		"$(cat "$stamp_file" 2>/dev/null)" == "$want" ]]; then
+		return
+	fi
+	log "building images into $IMAGES_DIR"
+	mkdir -p "$IMAGES_DIR"
+	local tmp="$WORK/images"
+	mkdir -p "$tmp"
+	(
+		cd "$REPO"
+		CGO_ENABLED=0 GOFLAGS=-buildvcs=false "$GO" build -trimpath -ldflags='-s -w' -o "$tmp/pause" ./test/images/pause
+		GOFLAGS=-buildvcs=false "$GO" build -o "$tmp/mkimage" ./test/images/mkimage
+	)
+	"$tmp/mkimage" -ref "$PAUSE_REF" -o "$IMAGES_DIR/pause.tar" \
+		-file "/pause=$tmp/pause:0755" -entrypoint /pause
+	local args=() applet
+	for applet in $("$BUSYBOX_BIN" --list); do
+		[[ "$applet" == busybox ]] || args+=(-symlink "/bin/$applet=busybox")
+	done
+	"$tmp/mkimage" -ref "$BUSYBOX_REF" -o "$IMAGES_DIR/busybox.tar" \
+		-file "/bin/busybox=$BUSYBOX_BIN:0755" \
+		-file "/etc/passwd=$REPO/test/images/busybox/passwd:0644" \
+		-file "/etc/group=$REPO/test/images/busybox/group:0644" \
+		-dir /etc:0755 -dir /root:0700 -dir /tmp:1777 \
+		-env "$IMAGE_PATH_ENV" -cmd sh "${args[@]}"
+	echo "$want" >"$stamp_file"
+}
+
+# write_bed writes bed.json (keep in sync with ctrdtest.Bed), replacing it
+# only when its content changes.
+write_bed() {
+	local runc cni=/usr/lib/cni tmp
+	runc=$(command -v runc) || die "runc not found"
+	[[ -x "$cni/bridge" && -x "$cni/host-local" && -x "$cni/loopback" ]] || die "CNI plugins missing in $cni"
+	tmp=$(mktemp "$CACHE/.bed.json.XXXXXX")
+	cat >"$tmp" <<-EOF
+		{
+		  "runtimes": [
+		    {"name": "containerd-1.6", "containerd": "/usr/bin/containerd", "ctr": "/usr/bin/ctr", "binDir": "/usr/bin", "configVersion": 2},
+		    {"name": "containerd-2.1", "containerd": "$CTRD2_DIR/bin/containerd", "ctr": "$CTRD2_DIR/bin/ctr", "binDir": "$CTRD2_DIR/bin", "configVersion": 3}
+		  ],
+		  "runc": "$runc",
+		  "cniBinDir": "$cni",
+		  "images": [
+		    {"ref": "$PAUSE_REF", "tar": "$IMAGES_DIR/pause.tar", "role": "pause"},
+		    {"ref": "$BUSYBOX_REF", "tar": "$IMAGES_DIR/busybox.tar", "role": "busybox"}
+		  ]
+		}
+	EOF
+	chmod 0644 "$tmp"
+	if cmp -s "$tmp" "$CACHE/bed.json"; then
+		rm -f "$tmp"
+	else
+		mv "$tmp" "$CACHE/bed.json"
+	fi
+}
+
+main() {
+	[[ $(id -u) -eq 0 ]] || die "run as root"
+	mkdir -p "$CACHE"
+	exec 9>"$CACHE/.prepare.lock"
+	flock 9
+	WORK=$(mktemp -d "$CACHE/.work.XXXXXX")
+	trap 'rm -rf "$WORK"' EXIT
+	install_packages
+	GO=$(find_go)
+	build_containerd2
+	build_images
+	write_bed
+	log "bed ready: $CACHE/bed.json"
+}
+
+main "$@"
