@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# test.sh: every test. go vet, then unit tests and the integration suite
+# (test/e2e, test/ctrdtest), which start private containerd daemons (1.6 from
+# Debian and the cached 2.x build) under a temp dir and run bin/minikubelet
+# against them. Whatever a crashed test leaves behind is torn down on exit.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$REPO"
+GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
+CACHE=${MINIKUBELET_CACHE:-/var/cache/minikubelet}
+
+export MINIKUBELET_BED="$CACHE/bed.json"
+# The integration suite runs a race-detector build of the agent; a race it
+# reports fails the test that saw it.
+"$GO" build -race -o "$REPO/bin/minikubelet-race" ./cmd/minikubelet
+export MINIKUBELET_BIN="$REPO/bin/minikubelet-race"
+export MINIKUBELET_E2E=required
+MINIKUBELET_BED_BASE=$(mktemp -d /tmp/minikubelet-test.XXXXXX)
+export MINIKUBELET_BED_BASE
+
+cleanup() {
+	"$REPO/bin/bedclean" "$MINIKUBELET_BED_BASE" || echo "test.sh: cleanup of $MINIKUBELET_BED_BASE failed" >&2
+	rm -rf "$MINIKUBELET_BED_BASE"
+}
+trap cleanup EXIT
+
+"$GO" vet ./...
+"$GO" test -race -count=1 -timeout 25m ./... "$@"
