@@ -1,0 +1,337 @@
+// Command bench measures minikubelet's pod start latency against the floor
+// set by the runtime itself: on a private containerd 2.x it times, for one
+// pod with one container, (a) the CRI calls that start such a pod made
+// directly (ImageStatus, RunPodSandbox, CreateContainer, StartContainer) and
+// (b) minikubelet from the manifest's write to /pods reporting the
+// container running. Runs of (a) and (b) alternate so that drift of the
+// machine hits both alike. It prints medians, p90 and their ratio.
+//
+//	go run ./test/bench -bed /var/cache/minikubelet/bed.json -bin bin/minikubelet -runs 15
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/test/ctrdtest"
+)
+
+func main() {
+	bedPath := flag.String("bed", "/var/cache/minikubelet/bed.json", "bed.json written by test/scripts/prepare.sh")
+	bin := flag.String("bin", "bin/minikubelet", "the minikubelet binary")
+	runtimeName := flag.String("runtime", "containerd-2.1", "which runtime of the bed to use")
+	runs := flag.Int("runs", 15, "measured runs of each kind (after one warm-up each)")
+	keep := flag.String("keep-log", "", "copy minikubelet's log (at -v=4) to this file")
+	flag.Parse()
+	if err := run(*bedPath, *bin, *runtimeName, *runs, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bedPath, bin, runtimeName string, runs int, keepLog string) error {
+	bed, err := ctrdtest.LoadBed(bedPath)
+	if err != nil {
+		return err
+	}
+	rtSpec, err := bed.Runtime(runtimeName)
+	if err != nil {
+		return err
+	}
+	busybox, err := bed.Image(ctrdtest.RoleBusybox)
+	if err != nil {
+		return err
+	}
+	base, err := os.MkdirTemp("", "minikubelet-bench.")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(base)
+	ctx := context.Background()
+	rt, err := ctrdtest.Start(ctx, ctrdtest.Options{Runtime: rtSpec, Bed: bed, BaseDir: base})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := rt.Stop(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: stop containerd:", err)
+		}
+	}()
+
+	var extra []string
+	if keepLog != "" {
+		extra = append(extra, "-v=4")
+	}
+	a, err := startAgent(bin, rt, base, extra...)
+	if err != nil {
+		return err
+	}
+	defer a.stop()
+	a.trace = keepLog != ""
+	if keepLog != "" {
+		defer func() {
+			a.stop()
+			if b, err := os.ReadFile(filepath.Join(base, "minikubelet.log")); err == nil {
+				_ = os.WriteFile(keepLog, b, 0o644)
+			}
+		}()
+	}
+
+	var raw, agent []time.Duration
+	for i := 0; i <= runs; i++ { // run 0 warms caches and is not counted
+		r, err := rawStart(ctx, rt, busybox.Ref, base, i)
+		if err != nil {
+			return fmt.Errorf("raw CRI run %d: %w", i, err)
+		}
+		m, err := a.start(ctx, rt, busybox.Ref, i)
+		if err != nil {
+			return fmt.Errorf("minikubelet run %d: %w", i, err)
+		}
+		if i > 0 {
+			raw, agent = append(raw, r), append(agent, m)
+		}
+	}
+	fmt.Printf("pod start, one pod with one container (bridge CNI), %s, %d runs each\n", rt.Name(), runs)
+	fmt.Printf("  %-44s median %7.1f ms   p90 %7.1f ms\n", "raw CRI (ImageStatus+RunPodSandbox+Create+Start)", ms(median(raw)), ms(pct(raw, 0.9)))
+	fmt.Printf("  %-44s median %7.1f ms   p90 %7.1f ms\n", "minikubelet (manifest write -> running on /pods)", ms(median(agent)), ms(pct(agent, 0.9)))
+	fmt.Printf("  ratio minikubelet/raw (medians): %.2fx\n", float64(median(agent))/float64(median(raw)))
+	return nil
+}
+
+// rawStart makes the CRI calls that start a one-container pod, times them,
+// then removes the pod (untimed).
+func rawStart(ctx context.Context, rt *ctrdtest.Containerd, image, base string, i int) (time.Duration, error) {
+	name := "raw-" + strconv.Itoa(i)
+	uid := fmt.Sprintf("bench-raw-%d-%d", os.Getpid(), i)
+	logDir := filepath.Join(base, "rawlogs", uid)
+	if err := os.MkdirAll(filepath.Join(logDir, "main"), 0o755); err != nil {
+		return 0, err
+	}
+	labels := map[string]string{"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": uid}
+	sbConfig := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: uid},
+		Hostname:     name,
+		LogDirectory: logDir,
+		Labels:       labels,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD},
+		}},
+	}
+	start := time.Now()
+	img, err := rt.Images().ImageStatus(ctx, &runtimeapi.ImageSpec{Image: image}, false)
+	if err != nil {
+		return 0, fmt.Errorf("image %s: %w", image, err)
+	}
+	if img.GetImage() == nil {
+		return 0, fmt.Errorf("image %s is not in the runtime", image)
+	}
+	sb, err := rt.Runtime().RunPodSandbox(ctx, sbConfig, "")
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		_ = rt.Runtime().StopPodSandbox(ctx, sb)
+		_ = rt.Runtime().RemovePodSandbox(ctx, sb)
+	}()
+	ctrLabels := map[string]string{"io.kubernetes.container.name": "main"}
+	for k, v := range labels {
+		ctrLabels[k] = v
+	}
+	id, err := rt.Runtime().CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "main"},
+		Image:    &runtimeapi.ImageSpec{Image: img.Image.Id, UserSpecifiedImage: image},
+		Command:  []string{"sleep", "3600"},
+		Labels:   ctrLabels,
+		LogPath:  "main/0.log",
+		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: sbConfig.Linux.SecurityContext.NamespaceOptions,
+		}},
+	}, sbConfig)
+	if err != nil {
+		return 0, err
+	}
+	if err := rt.Runtime().StartContainer(ctx, id); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// pollInterval is how often /pods is read while waiting for a pod: often
+// enough that it adds little to the figure, rarely enough that serving it
+// does not slow the agent down (1ms polling measurably did).
+const pollInterval = 5 * time.Millisecond
+
+type agentProc struct {
+	// trace prints when each manifest was written and seen running.
+	trace    bool
+	cmd      *exec.Cmd
+	manifest string
+	port     int
+	node     string
+}
+
+func startAgent(bin string, rt *ctrdtest.Containerd, base string, extraArgs ...string) (*agentProc, error) {
+	a := &agentProc{manifest: filepath.Join(base, "manifests"), node: "bench"}
+	if err := os.MkdirAll(a.manifest, 0o755); err != nil {
+		return nil, err
+	}
+	var err error
+	if a.port, err = freePort(); err != nil {
+		return nil, err
+	}
+	healthz, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(base, "minikubelet.log"))
+	if err != nil {
+		return nil, err
+	}
+	a.cmd = exec.Command(bin,
+		"--pod-manifest-path", a.manifest,
+		"--container-runtime-endpoint", rt.Endpoint(),
+		"--root-dir", filepath.Join(base, "root"),
+		"--pod-logs-dir", filepath.Join(base, "logs"),
+		"--hostname-override", a.node,
+		"--read-only-port", strconv.Itoa(a.port),
+		"--healthz-port", strconv.Itoa(healthz))
+	a.cmd.Args = append(a.cmd.Args, extraArgs...)
+	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
+	if err := a.cmd.Start(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := a.pods(); err == nil {
+			return a, nil
+		}
+		if time.Now().After(deadline) {
+			a.stop()
+			return nil, fmt.Errorf("minikubelet did not serve /pods within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (a *agentProc) stop() {
+	if a.cmd.ProcessState != nil {
+		return
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	_ = a.cmd.Wait()
+}
+
+// start writes a manifest and times until /pods shows its container
+// running, then deletes the manifest and waits for the pod to be gone from
+// the runtime (untimed).
+func (a *agentProc) start(ctx context.Context, rt *ctrdtest.Containerd, image string, i int) (time.Duration, error) {
+	name := "bench-" + strconv.Itoa(i)
+	manifest := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  terminationGracePeriodSeconds: 0\n  containers:\n  - name: main\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", name, image)
+	tmp := filepath.Join(a.manifest, "."+name+".tmp")
+	final := filepath.Join(a.manifest, name+".yaml")
+	if err := os.WriteFile(tmp, []byte(manifest), 0o644); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := os.Rename(tmp, final); err != nil {
+		return 0, err
+	}
+	podName := name + "-" + a.node
+	var took time.Duration
+	for deadline := start.Add(60 * time.Second); ; time.Sleep(pollInterval) {
+		pods, err := a.pods()
+		if err == nil && running(pods, podName) {
+			took = time.Since(start)
+			if a.trace {
+				fmt.Fprintf(os.Stderr, "bench: %s written %s, running on /pods %s\n", name, start.Format("15:04:05.000000"), time.Now().Format("15:04:05.000000"))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%s not running within 60s", podName)
+		}
+	}
+	if err := os.Remove(final); err != nil {
+		return 0, err
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		sandboxes, err := rt.Runtime().ListPodSandbox(ctx, nil)
+		if err != nil {
+			return 0, err
+		}
+		if !slices.ContainsFunc(sandboxes, func(sb *runtimeapi.PodSandbox) bool { return sb.GetMetadata().GetName() == podName }) {
+			return took, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%s not removed within 60s of its manifest", podName)
+		}
+	}
+}
+
+func (a *agentProc) pods() ([]v1.Pod, error) {
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(a.port) + "/pods")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var list v1.PodList
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+func running(pods []v1.Pod, name string) bool {
+	for _, p := range pods {
+		if p.Name == name {
+			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+		}
+	}
+	return false
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func median(d []time.Duration) time.Duration { return pct(d, 0.5) }
+
+// pct returns the p-th quantile (nearest rank) of d.
+func pct(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(p*float64(len(s)) + 0.5)
+	if i >= len(s) {
+		i = len(s) - 1
+	}
+	if i > 0 && p == 0.5 && len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return s[i]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

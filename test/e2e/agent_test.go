@@ -1,0 +1,377 @@
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/test/ctrdtest"
+)
+
+// agent is one bin/minikubelet process a test runs, with its own node name,
+// manifest directory, root and log directories and ports.
+type agent struct {
+	t        *testing.T
+	rt       *ctrdtest.Containerd
+	node     string
+	dir      string
+	manifest string
+	logsDir  string
+	port     int
+	healthz  int
+	cmd      *exec.Cmd
+	logPath  string
+	exited   chan struct{}
+	client   *http.Client
+}
+
+// startAgent starts minikubelet against rt. Cleanup stops it and removes
+// every sandbox of its node from the runtime, then dumps its log if the
+// test failed.
+func startAgent(t *testing.T, rt *ctrdtest.Containerd, extraArgs ...string) *agent {
+	t.Helper()
+	dir := t.TempDir()
+	sum := sha256.Sum256([]byte(t.Name()))
+	a := &agent{
+		t:        t,
+		rt:       rt,
+		node:     "node-" + hex.EncodeToString(sum[:4]),
+		dir:      dir,
+		manifest: filepath.Join(dir, "manifests"),
+		logsDir:  filepath.Join(dir, "logs"),
+		port:     freePort(t),
+		healthz:  freePort(t),
+		logPath:  filepath.Join(dir, "minikubelet.log"),
+		exited:   make(chan struct{}),
+		client:   &http.Client{Timeout: 5 * time.Second},
+	}
+	if err := os.MkdirAll(a.manifest, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{
+		"--pod-manifest-path", a.manifest,
+		"--container-runtime-endpoint", rt.Endpoint(),
+		"--root-dir", filepath.Join(dir, "root"),
+		"--pod-logs-dir", a.logsDir,
+		"--hostname-override", a.node,
+		"--read-only-port", strconv.Itoa(a.port),
+		"--healthz-port", strconv.Itoa(a.healthz),
+		"--file-check-frequency", "20s",
+		"-v", "3",
+	}, extraArgs...)
+	logFile, err := os.Create(a.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.cmd = exec.Command(env.binary, args...)
+	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
+	if err := a.cmd.Start(); err != nil {
+		t.Fatalf("start minikubelet: %v", err)
+	}
+	go func() {
+		_ = a.cmd.Wait()
+		logFile.Close()
+		close(a.exited)
+	}()
+	t.Cleanup(a.cleanup)
+	waitFor(t, 30*time.Second, "agent healthy", func() (bool, string) {
+		body, code, err := a.get(a.healthz, "/healthz")
+		return err == nil && code == 200, fmt.Sprintf("code %d body %q err %v", code, body, err)
+	})
+	return a
+}
+
+func (a *agent) cleanup() {
+	a.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	removeNodePods(ctx, a.t, a.rt, a.node)
+	if a.logContains("WARNING: DATA RACE") {
+		a.t.Errorf("the race detector reported a data race in minikubelet")
+	}
+	if a.t.Failed() {
+		if b, err := os.ReadFile(a.logPath); err == nil {
+			a.t.Logf("minikubelet log (%s):\n%s", a.node, tail(string(b), 200))
+		}
+	}
+}
+
+// stop sends SIGTERM and waits for the agent to exit.
+func (a *agent) stop() {
+	select {
+	case <-a.exited:
+		return
+	default:
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.exited:
+	case <-time.After(15 * time.Second):
+		a.t.Errorf("minikubelet did not exit 15s after SIGTERM; killing it")
+		_ = a.cmd.Process.Kill()
+		<-a.exited
+	}
+}
+
+// alive reports whether the agent process still runs.
+func (a *agent) alive() bool {
+	select {
+	case <-a.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// podName is the name the agent gives a static pod: <name>-<node>.
+func (a *agent) podName(name string) string { return name + "-" + a.node }
+
+func (a *agent) writeManifest(file, content string) {
+	a.t.Helper()
+	// Write then rename, as a careful user or a config tool does.
+	tmp := filepath.Join(a.manifest, "."+file+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		a.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(a.manifest, file)); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+func (a *agent) removeManifest(file string) {
+	a.t.Helper()
+	if err := os.Remove(filepath.Join(a.manifest, file)); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+func (a *agent) get(port int, path string) (string, int, error) {
+	resp, err := a.client.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), resp.StatusCode, err
+}
+
+// pods returns /pods.
+func (a *agent) pods() ([]v1.Pod, error) {
+	body, code, err := a.get(a.port, "/pods")
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("/pods: HTTP %d: %s", code, body)
+	}
+	var list v1.PodList
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		return nil, fmt.Errorf("/pods: %w", err)
+	}
+	return list.Items, nil
+}
+
+// pod returns the static pod called name on /pods, or nil.
+func (a *agent) pod(name string) *v1.Pod {
+	a.t.Helper()
+	pods, err := a.pods()
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	for i := range pods {
+		if pods[i].Name == a.podName(name) {
+			return &pods[i]
+		}
+	}
+	return nil
+}
+
+// waitRunning waits until every container of the static pod name runs and
+// returns the pod.
+func (a *agent) waitRunning(name string, timeout time.Duration) *v1.Pod {
+	a.t.Helper()
+	var pod *v1.Pod
+	waitFor(a.t, timeout, name+" running", func() (bool, string) {
+		pod = a.pod(name)
+		if pod == nil {
+			return false, "not on /pods"
+		}
+		return allRunning(pod), describe(pod)
+	})
+	return pod
+}
+
+func (a *agent) logContains(s string) bool {
+	b, err := os.ReadFile(a.logPath)
+	return err == nil && strings.Contains(string(b), s)
+}
+
+// containerLog returns the path of a container's log file.
+func (a *agent) containerLog(pod *v1.Pod, container string, restart int) string {
+	return filepath.Join(a.logsDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID), container, fmt.Sprintf("%d.log", restart))
+}
+
+func allRunning(pod *v1.Pod) bool {
+	if len(pod.Status.ContainerStatuses) != len(pod.Spec.Containers) {
+		return false
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Running == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func containerStatus(pod *v1.Pod, name string) *v1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == name {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// describe summarises a pod's status for failure messages.
+func describe(pod *v1.Pod) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "phase=%s ip=%s", pod.Status.Phase, pod.Status.PodIP)
+	for _, cs := range pod.Status.ContainerStatuses {
+		switch {
+		case cs.State.Running != nil:
+			fmt.Fprintf(&b, " %s=running", cs.Name)
+		case cs.State.Terminated != nil:
+			fmt.Fprintf(&b, " %s=terminated(%d,%s)", cs.Name, cs.State.Terminated.ExitCode, cs.State.Terminated.Reason)
+		case cs.State.Waiting != nil:
+			fmt.Fprintf(&b, " %s=waiting(%s: %s)", cs.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message)
+		}
+	}
+	return b.String()
+}
+
+// waitFor polls cond every 50ms until it holds or timeout passes; the
+// failure names what was awaited and the last state cond described.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s; last state: %s", timeout, what, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// runtimePods returns the sandboxes of the runtime whose pod name belongs
+// to node, and the containers in them.
+func runtimePods(ctx context.Context, rt *ctrdtest.Containerd, node string) ([]*runtimeapi.PodSandbox, []*runtimeapi.Container, error) {
+	sandboxes, err := rt.Runtime().ListPodSandbox(ctx, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var mine []*runtimeapi.PodSandbox
+	ids := map[string]bool{}
+	for _, sb := range sandboxes {
+		if strings.HasSuffix(sb.GetMetadata().GetName(), "-"+node) {
+			mine = append(mine, sb)
+			ids[sb.Id] = true
+		}
+	}
+	containers, err := rt.Runtime().ListContainers(ctx, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ctrs []*runtimeapi.Container
+	for _, c := range containers {
+		if ids[c.PodSandboxId] {
+			ctrs = append(ctrs, c)
+		}
+	}
+	return mine, ctrs, nil
+}
+
+// removeNodePods removes every sandbox (and so container) of node.
+func removeNodePods(ctx context.Context, t *testing.T, rt *ctrdtest.Containerd, node string) {
+	sandboxes, _, err := runtimePods(ctx, rt, node)
+	if err != nil {
+		t.Errorf("cleanup: list pods of %s: %v", node, err)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, sb := range sandboxes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = rt.Runtime().StopPodSandbox(ctx, sb.Id)
+			if err := rt.Runtime().RemovePodSandbox(ctx, sb.Id); err != nil {
+				t.Errorf("cleanup: remove sandbox %s: %v", sb.Id, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(s, "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+// logLineWith returns the last log line naming s, or "".
+func (a *agent) logLineWith(s string) string {
+	b, err := os.ReadFile(a.logPath)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(string(b), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], s) {
+			return lines[i]
+		}
+	}
+	return ""
+}
+
+// countLogLines counts the log lines naming s.
+func (a *agent) countLogLines(s string) int {
+	b, err := os.ReadFile(a.logPath)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), s)
+}

@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/test/ctrdtest"
+)
+
+func editPod(image, bCommand string) string {
+	return fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: edit
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: a
+    image: %[1]s
+    command: ["sleep", "3600"]
+  - name: b
+    image: %[1]s
+    command: ["sh", "-c", %[2]q]
+`, image, bCommand)
+}
+
+// Editing one container's spec restarts that container only: the other
+// keeps its container ID, the pod keeps its UID and its sandbox.
+func TestEditRestartsOnlyChangedContainer(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
+		a := startAgent(t, rt)
+		a.writeManifest("edit.yaml", editPod(env.busybox, "echo one; exec sleep 3600"))
+		before := a.waitRunning("edit", 60*time.Second)
+		ctx := context.Background()
+		sandboxesBefore, _, err := runtimePods(ctx, rt, a.node)
+		if err != nil || len(sandboxesBefore) != 1 {
+			t.Fatalf("sandboxes before edit: %v %v", sandboxesBefore, err)
+		}
+
+		a.writeManifest("edit.yaml", editPod(env.busybox, "echo two; exec sleep 3600"))
+		oldB := containerStatus(before, "b").ContainerID
+		var after = before
+		waitFor(t, 30*time.Second, "b restarted with the new spec", func() (bool, string) {
+			after = a.pod("edit")
+			if after == nil {
+				return false, "pod gone"
+			}
+			b := containerStatus(after, "b")
+			return b != nil && b.ContainerID != oldB && b.State.Running != nil, describe(after)
+		})
+
+		if after.UID != before.UID {
+			t.Errorf("UID changed from %s to %s on edit; static pod identity must be stable", before.UID, after.UID)
+		}
+		if got, want := containerStatus(after, "a").ContainerID, containerStatus(before, "a").ContainerID; got != want {
+			t.Errorf("container a was restarted (%s -> %s) though its spec did not change", want, got)
+		}
+		if n := containerStatus(after, "b").RestartCount; n != 1 {
+			t.Errorf("b restartCount = %d, want 1", n)
+		}
+		if containerStatus(after, "a").RestartCount != 0 {
+			t.Errorf("a restartCount = %d, want 0", containerStatus(after, "a").RestartCount)
+		}
+		sandboxesAfter, containers, err := runtimePods(ctx, rt, a.node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sandboxesAfter) != 1 || sandboxesAfter[0].Id != sandboxesBefore[0].Id {
+			t.Errorf("sandbox replaced on a container-only edit: before %s, after %v", sandboxesBefore[0].Id, sandboxesAfter)
+		}
+		running := 0
+		for _, c := range containers {
+			if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				running++
+			}
+		}
+		if running != 2 {
+			t.Errorf("%d containers running after the edit, want 2", running)
+		}
+		// The new b logs to 1.log, as the kubelet numbers restarts.
+		waitFor(t, 10*time.Second, "b's new log", func() (bool, string) {
+			b, err := os.ReadFile(a.containerLog(after, "b", 1))
+			return err == nil && strings.Contains(string(b), "two"), fmt.Sprintf("%q %v", b, err)
+		})
+	})
+}
+
+// Deleting a manifest terminates its pod: a container that handles SIGTERM
+// gets it and the pod goes at once; one that ignores it is killed at the
+// grace deadline; nothing of either pod is left in the runtime.
+func TestDeleteTerminatesGracefully(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
+		a := startAgent(t, rt)
+		a.writeManifest("polite.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: polite
+spec:
+  terminationGracePeriodSeconds: 30
+  containers:
+  - name: main
+    image: %s
+    command: ["sh", "-c", "trap 'echo got TERM; exit 0' TERM; echo ready; while true; do sleep 1 & wait; done"]
+`, env.busybox))
+		const grace = 3
+		a.writeManifest("stubborn.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: stubborn
+spec:
+  terminationGracePeriodSeconds: %d
+  containers:
+  - name: main
+    image: %s
+    command: ["sh", "-c", "trap '' TERM; echo ready; while true; do sleep 1; done"]
+`, grace, env.busybox))
+		polite := a.waitRunning("polite", 60*time.Second)
+		stubborn := a.waitRunning("stubborn", 60*time.Second)
+
+		// Hold the polite container's log open: the agent removes the
+		// file with the pod, and the open file still shows what was
+		// written.
+		logPath := a.containerLog(polite, "main", 0)
+		waitFor(t, 10*time.Second, "polite ready", func() (bool, string) {
+			b, err := os.ReadFile(logPath)
+			return err == nil && strings.Contains(string(b), "ready"), fmt.Sprintf("%q %v", b, err)
+		})
+		logFile, err := os.Open(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer logFile.Close()
+
+		ctx := context.Background()
+		stubbornID := strings.TrimPrefix(containerStatus(stubborn, "main").ContainerID, "containerd://")
+		start := time.Now()
+		a.removeManifest("polite.yaml")
+		a.removeManifest("stubborn.yaml")
+
+		waitFor(t, 10*time.Second, "polite pod gone", func() (bool, string) {
+			return a.pod("polite") == nil && !sandboxExists(ctx, t, rt, polite.Name), "still there"
+		})
+		politeGone := time.Since(start)
+		b, _ := io.ReadAll(logFile)
+		if !strings.Contains(string(b), "got TERM") {
+			t.Errorf("the polite container's log does not show SIGTERM: %q", b)
+		}
+
+		// The stubborn container must be running until the grace deadline
+		// and dead within a second after it.
+		var stoppedAfter time.Duration
+		waitFor(t, (grace+10)*time.Second, "stubborn container stopped", func() (bool, string) {
+			resp, err := rt.Runtime().ContainerStatus(ctx, stubbornID, false)
+			if err != nil || resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+				stoppedAfter = time.Since(start)
+				return true, ""
+			}
+			return false, resp.GetStatus().GetState().String()
+		})
+		if stoppedAfter < grace*time.Second || stoppedAfter > (grace+1)*time.Second+500*time.Millisecond {
+			t.Errorf("stubborn container stopped %v after the delete, want the grace deadline %ds (within a second)", stoppedAfter, grace)
+		}
+		waitFor(t, 10*time.Second, "stubborn pod gone", func() (bool, string) {
+			return a.pod("stubborn") == nil && !sandboxExists(ctx, t, rt, stubborn.Name), "still there"
+		})
+		t.Logf("polite pod gone after %v, stubborn container killed after %v (grace %ds)", politeGone.Round(time.Millisecond), stoppedAfter.Round(time.Millisecond), grace)
+
+		sandboxes, containers, err := runtimePods(ctx, rt, a.node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sandboxes)+len(containers) != 0 {
+			t.Errorf("runtime still holds %d sandboxes and %d containers of the node", len(sandboxes), len(containers))
+		}
+		for _, p := range []string{a.containerLog(polite, "main", 0), a.containerLog(stubborn, "main", 0)} {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				t.Errorf("log %s still exists after the pod is gone (err %v)", p, err)
+			}
+		}
+	})
+}
+
+// A container that exits is noticed and shows as terminated with its exit
+// code; under restartPolicy Never the pod fails.
+func TestExitedContainerShowsTerminated(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
+		a := startAgent(t, rt)
+		a.writeManifest("exit.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: exit
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: %s
+    command: ["sh", "-c", "sleep 1; exit 3"]
+`, env.busybox))
+		waitFor(t, 30*time.Second, "container terminated with exit code 3", func() (bool, string) {
+			pod := a.pod("exit")
+			if pod == nil {
+				return false, "not on /pods"
+			}
+			cs := containerStatus(pod, "main")
+			ok := cs != nil && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 3 &&
+				cs.State.Terminated.Reason == "Error" && pod.Status.Phase == "Failed"
+			return ok, describe(pod)
+		})
+	})
+}
+
+func sandboxExists(ctx context.Context, t *testing.T, rt *ctrdtest.Containerd, podName string) bool {
+	sandboxes, err := rt.Runtime().ListPodSandbox(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range sandboxes {
+		if sb.GetMetadata().GetName() == podName {
+			return true
+		}
+	}
+	return false
+}
