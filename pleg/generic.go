@@ -131,7 +131,11 @@ func (g *Generic) Relist(ctx context.Context) error {
 	current := group(sandboxes, containers)
 
 	logger := klog.FromContext(ctx)
-	for uid := range union(g.records, current) {
+	uids := union(g.records, current)
+	for uid := range g.reinspect {
+		uids[uid] = struct{}{}
+	}
+	for uid := range uids {
 		events := diff(uid, g.records[uid], current[uid])
 		if len(events) == 0 && !g.reinspect[uid] {
 			continue
@@ -141,6 +145,13 @@ func (g *Generic) Relist(ctx context.Context) error {
 			logger.V(2).Info("Reading pod status failed; will retry at next relist", "podUID", uid, "err", err)
 			g.reinspect[uid] = true
 			g.cfg.Cache.Set(uid, status, err, ts)
+			// Keep the old record so that the next relist finds the same
+			// changes and sends their events then.
+			if old, ok := g.records[uid]; ok {
+				current[uid] = old
+			} else {
+				delete(current, uid)
+			}
 			continue
 		}
 		delete(g.reinspect, uid)
