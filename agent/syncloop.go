@@ -57,6 +57,12 @@ func (a *Agent) handlePodUpdate(ctx context.Context, logger klog.Logger, u podco
 			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Create, Pod: pod})
 		case podconfig.UPDATE:
 			a.pods.set(pod)
+			if pod.DeletionTimestamp != nil {
+				// A pod being deleted whose deletion changed (a shorter
+				// grace): keep terminating it, with the new grace.
+				a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod, GracePeriod: pod.DeletionGracePeriodSeconds})
+				continue
+			}
 			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Update, Pod: pod})
 		case podconfig.DELETE:
 			a.pods.set(pod)

@@ -90,11 +90,19 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: nextRestartCount(cs)})
 			a.Waiting[c.Name] = kubecontainer.Waiting{Reason: "ContainerCreating"}
 		}
+		if len(a.ContainersToStart) == 0 {
+			// Every container finished for good: no sandbox to hold an IP
+			// for nothing.
+			a.CreateSandbox = false
+		}
 		return a
 	}
 	a.SandboxID = sb.Id
 
 	if done := initContainerActions(pod, status, sb.Id, &a, remaining); !done {
+		if len(a.ContainersToStart) == 0 && a.RequeueAfter == 0 && !hasRunningContainer(status) {
+			a.KillPod = true // an init container failed for good
+		}
 		return a
 	}
 
@@ -131,7 +139,22 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 			a.ContainersToKill[cs.ID] = containerToKill{Name: cs.Name, Reason: "not in spec"}
 		}
 	}
+	if len(a.ContainersToStart) == 0 && a.RequeueAfter == 0 && !hasRunningContainer(status) {
+		// Nothing runs and nothing will start again (restartPolicy Never,
+		// or OnFailure with every container succeeded): the pod is
+		// finished, and like the kubelet the agent stops its sandbox.
+		a.KillPod = true
+	}
 	return a
+}
+
+func hasRunningContainer(status *kubecontainer.PodStatus) bool {
+	for _, cs := range status.Containers {
+		if cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			return true
+		}
+	}
+	return false
 }
 
 // initContainerActions starts the pod's init containers one after another,
@@ -241,11 +264,12 @@ func hasRunning(status *kubecontainer.PodStatus) bool {
 	return false
 }
 
-// staleSandboxes are the dead sandboxes other than the newest one.
+// staleSandboxes are the sandboxes other than the newest one; a pod has one
+// sandbox, and older ones, ready or not, go.
 func staleSandboxes(status *kubecontainer.PodStatus) []string {
 	var out []string
 	for i, sb := range status.Sandboxes {
-		if i > 0 && sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		if i > 0 {
 			out = append(out, sb.Id)
 		}
 	}

@@ -86,8 +86,18 @@ func makeEnv(pod *v1.Pod, c *v1.Container, penv podEnv) ([]*runtimeapi.KeyValue,
 			}
 			value = v
 		}
+		if _, seen := vars[e.Name]; seen {
+			// A name given twice: the last value wins, at the first
+			// place, as the kubelet does.
+			for _, kv := range out {
+				if kv.Key == e.Name {
+					kv.Value = []byte(value)
+				}
+			}
+		} else {
+			out = append(out, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(value)})
+		}
 		vars[e.Name] = value
-		out = append(out, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(value)})
 	}
 	return out, nil
 }
@@ -107,7 +117,7 @@ func fieldValue(pod *v1.Pod, src *v1.EnvVarSource, penv podEnv) (string, error) 
 		return penv.NodeName, nil
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP":
+	case "status.hostIP", "status.hostIPs":
 		return penv.HostIP, nil
 	case "status.podIP":
 		if pod.Spec.HostNetwork {

@@ -110,7 +110,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 	syncErr := s.apply(ctx, pod, status, &actions)
 	fresh, err := s.refresh(ctx, pod.UID)
 	if err != nil {
-		return SyncResult{}, errors.Join(syncErr, err)
+		// What this sync did is not in the cache: the next sync must wait
+		// for a relist that started after now.
+		return SyncResult{StatusTime: s.cfg.Clock.Now()}, errors.Join(syncErr, err)
 	}
 	s.report(pod, fresh, actions.Waiting)
 	return SyncResult{StatusTime: fresh.TimeStamp, RequeueAfter: actions.RequeueAfter}, syncErr
@@ -164,6 +166,7 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 			continue
 		}
 		delete(actions.Waiting, cts.Container.Name)
+		s.clearWaiting(pod.UID, cts.Container.Name)
 	}
 	return firstErr
 }
@@ -341,6 +344,11 @@ func (s *Syncer) removeDead(ctx context.Context, actions *podActions) {
 		}
 	}
 	for _, id := range actions.SandboxesToRemove {
+		// A sandbox must be stopped before it can be removed.
+		if err := s.cfg.Runtime.StopPodSandbox(ctx, id); err != nil && !kubecontainer.IsNotFound(err) {
+			logger.V(2).Info("Stopping old sandbox failed", "sandboxID", id, "err", err)
+			continue
+		}
 		if err := s.cfg.Runtime.RemovePodSandbox(ctx, id); err != nil && !kubecontainer.IsNotFound(err) {
 			logger.V(2).Info("Removing dead sandbox failed", "sandboxID", id, "err", err)
 		}
@@ -437,6 +445,15 @@ func (s *Syncer) report(pod *v1.Pod, status *kubecontainer.PodStatus, waiting ma
 	s.waiting[pod.UID] = keep
 	s.mu.Unlock()
 	s.cfg.Status.SetPodStatus(pod, status, merged)
+}
+
+// clearWaiting forgets the start error remembered for a container that has
+// now started: it may exit before the next status read, and must then be
+// reported as exited, not as still failing to start.
+func (s *Syncer) clearWaiting(uid types.UID, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.waiting[uid], name)
 }
 
 func (s *Syncer) podDir(uid types.UID) string {

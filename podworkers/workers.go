@@ -184,7 +184,9 @@ func (w *Workers) UpdatePod(ctx context.Context, opts UpdatePodOptions) {
 	switch opts.Type {
 	case Kill:
 		w.requestKill(st, opts.GracePeriod)
-	case Create, Update:
+	case Create:
+		// Only a re-add starts a terminating pod over; an update of a pod
+		// being terminated (a new deletion grace, say) does not.
 		if st.phase() != syncing {
 			st.restartRequested = true
 		}

@@ -1,0 +1,436 @@
+package podworkers
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+)
+
+const (
+	running = runtimeapi.ContainerState_CONTAINER_RUNNING
+	exited  = runtimeapi.ContainerState_CONTAINER_EXITED
+)
+
+// actionSummary is podActions in a form that compares well.
+type actionSummary struct {
+	KillPod         bool
+	CreateSandbox   bool
+	Attempt         uint32
+	SandboxID       string
+	Start           []string          // "name#restartCount", spec order
+	Kill            map[string]string // container ID -> reason
+	Remove          []string          // sorted
+	RemoveSandboxes []string          // sorted
+	Waiting         map[string]string // name -> reason
+	RequeueAfter    time.Duration
+}
+
+func summarize(a podActions) actionSummary {
+	s := actionSummary{
+		KillPod:       a.KillPod,
+		CreateSandbox: a.CreateSandbox,
+		Attempt:       a.Attempt,
+		SandboxID:     a.SandboxID,
+		Kill:          map[string]string{},
+		Waiting:       map[string]string{},
+		RequeueAfter:  a.RequeueAfter,
+	}
+	for _, c := range a.ContainersToStart {
+		s.Start = append(s.Start, fmt.Sprintf("%s#%d", c.Container.Name, c.RestartCount))
+	}
+	for id, k := range a.ContainersToKill {
+		s.Kill[id] = k.Reason
+	}
+	s.Remove = slices.Sorted(slices.Values(a.ContainersToRemove))
+	s.RemoveSandboxes = slices.Sorted(slices.Values(a.SandboxesToRemove))
+	for name, w := range a.Waiting {
+		s.Waiting[name] = w.Reason
+	}
+	if len(s.Kill) == 0 {
+		s.Kill = nil
+	}
+	if len(s.Waiting) == 0 {
+		s.Waiting = nil
+	}
+	return s
+}
+
+func noBackOff(*v1.Container, *kubecontainer.ContainerStatus) time.Duration { return 0 }
+
+func TestComputePodActions(t *testing.T) {
+	web := newPod("web", []string{"app", "side"})
+	never := newPod("web", []string{"app", "side"}, withRestartPolicy(v1.RestartPolicyNever))
+	onFailure := newPod("web", []string{"app", "side"}, withRestartPolicy(v1.RestartPolicyOnFailure))
+	hostNet := newPod("web", []string{"app"}, withHostNetwork())
+
+	ready := func(p *v1.Pod) []*runtimeapi.PodSandboxStatus {
+		return []*runtimeapi.PodSandboxStatus{sandboxStatus(p, "sb1", 0, true, t0)}
+	}
+	notReady := func(p *v1.Pod, attempt uint32) []*runtimeapi.PodSandboxStatus {
+		return []*runtimeapi.PodSandboxStatus{sandboxStatus(p, "sb1", attempt, false, t0)}
+	}
+	staleHash := ready(web)
+	staleHash[0].Annotations[kubecontainer.AnnotationSandboxHash] = "stale"
+	noIP := ready(web)
+	noIP[0].Network = nil
+	hostNetNoIP := ready(hostNet)
+	hostNetNoIP[0].Network = nil
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	changedHash := ctrStatus(web, "app", "app-2", running, 2, 0, at(10))
+	changedHash.Hash = "old"
+
+	creating := map[string]string{"app": "ContainerCreating", "side": "ContainerCreating"}
+	tests := []struct {
+		name      string
+		pod       *v1.Pod
+		status    *kubecontainer.PodStatus
+		remaining func(*v1.Container, *kubecontainer.ContainerStatus) time.Duration
+		want      actionSummary
+	}{
+		{
+			name:   "no sandbox: create it and start every container",
+			pod:    web,
+			status: podStatus(web, nil),
+			want:   actionSummary{CreateSandbox: true, Start: []string{"app#0", "side#0"}, Waiting: creating},
+		},
+		{
+			name:   "sandbox not ready, nothing running: new sandbox with attempt+1",
+			pod:    web,
+			status: podStatus(web, notReady(web, 2), ctrStatus(web, "app", "app-3", exited, 3, 1, at(10)), ctrStatus(web, "side", "side-0", exited, 0, 0, at(9))),
+			want:   actionSummary{CreateSandbox: true, Attempt: 3, Start: []string{"app#4", "side#1"}, Waiting: creating},
+		},
+		{
+			name:   "sandbox not ready, a container still running: kill the pod first",
+			pod:    web,
+			status: podStatus(web, notReady(web, 0), ctrStatus(web, "app", "app-0", running, 0, 0, at(10))),
+			want:   actionSummary{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []string{"app#1", "side#0"}, Waiting: creating},
+		},
+		{
+			name:   "sandbox hash changed: recreate",
+			pod:    web,
+			status: podStatus(web, staleHash, ctrStatus(web, "app", "app-0", running, 0, 0, at(10)), ctrStatus(web, "side", "side-0", running, 0, 0, at(9))),
+			want:   actionSummary{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []string{"app#1", "side#1"}, Waiting: creating},
+		},
+		{
+			name:   "sandbox without IP: recreate",
+			pod:    web,
+			status: podStatus(web, noIP, ctrStatus(web, "app", "app-0", running, 0, 0, at(10)), ctrStatus(web, "side", "side-0", running, 0, 0, at(9))),
+			want:   actionSummary{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []string{"app#1", "side#1"}, Waiting: creating},
+		},
+		{
+			name:   "host-network sandbox without IP: keep",
+			pod:    hostNet,
+			status: podStatus(hostNet, hostNetNoIP, ctrStatus(hostNet, "app", "app-0", running, 0, 0, at(10))),
+			want:   actionSummary{SandboxID: "sb1"},
+		},
+		{
+			name:   "Never pod whose sandbox died after its containers ran: nothing",
+			pod:    never,
+			status: podStatus(never, notReady(never, 0), ctrStatus(never, "app", "app-0", exited, 0, 0, at(10)), ctrStatus(never, "side", "side-0", exited, 0, 1, at(9))),
+			want:   actionSummary{Attempt: 1},
+		},
+		{
+			name:   "Never pod whose sandbox died before any container: new sandbox",
+			pod:    never,
+			status: podStatus(never, notReady(never, 0)),
+			want:   actionSummary{CreateSandbox: true, Attempt: 1, Start: []string{"app#0", "side#0"}, Waiting: creating},
+		},
+		{
+			name:   "OnFailure pod whose sandbox died: only the failed container comes back",
+			pod:    onFailure,
+			status: podStatus(onFailure, notReady(onFailure, 0), ctrStatus(onFailure, "app", "app-0", exited, 0, 0, at(10)), ctrStatus(onFailure, "side", "side-0", exited, 0, 2, at(9))),
+			want:   actionSummary{CreateSandbox: true, Attempt: 1, Start: []string{"side#1"}, Waiting: map[string]string{"side": "ContainerCreating"}},
+		},
+		{
+			name:   "running container with changed hash: kill and start with restartCount+1",
+			pod:    web,
+			status: podStatus(web, ready(web), changedHash, ctrStatus(web, "side", "side-0", running, 0, 0, at(9))),
+			want:   actionSummary{SandboxID: "sb1", Start: []string{"app#3"}, Kill: map[string]string{"app-2": "spec changed"}},
+		},
+		{
+			name:   "everything running and unchanged: nothing",
+			pod:    web,
+			status: podStatus(web, ready(web), ctrStatus(web, "app", "app-0", running, 0, 0, at(10)), ctrStatus(web, "side", "side-0", running, 0, 0, at(9))),
+			want:   actionSummary{SandboxID: "sb1"},
+		},
+		{
+			name:   "container missing from a ready sandbox: start it",
+			pod:    web,
+			status: podStatus(web, ready(web), ctrStatus(web, "app", "app-0", running, 0, 0, at(10))),
+			want:   actionSummary{SandboxID: "sb1", Start: []string{"side#0"}, Waiting: map[string]string{"side": "ContainerCreating"}},
+		},
+		{
+			name: "back-off left: CrashLoopBackOff and requeue at the soonest",
+			pod:  web,
+			status: podStatus(web, ready(web),
+				ctrStatus(web, "app", "app-2", exited, 2, 1, at(10)), ctrStatus(web, "side", "side-4", exited, 4, 1, at(9))),
+			remaining: func(c *v1.Container, _ *kubecontainer.ContainerStatus) time.Duration {
+				if c.Name == "app" {
+					return 7 * time.Second
+				}
+				return 3 * time.Second
+			},
+			want: actionSummary{SandboxID: "sb1", Waiting: map[string]string{"app": "CrashLoopBackOff", "side": "CrashLoopBackOff"}, RequeueAfter: 3 * time.Second},
+		},
+		{
+			name: "back-off over for one container only",
+			pod:  web,
+			status: podStatus(web, ready(web),
+				ctrStatus(web, "app", "app-2", exited, 2, 1, at(10)), ctrStatus(web, "side", "side-4", exited, 4, 1, at(9))),
+			remaining: func(c *v1.Container, _ *kubecontainer.ContainerStatus) time.Duration {
+				if c.Name == "app" {
+					return 7 * time.Second
+				}
+				return 0
+			},
+			want: actionSummary{SandboxID: "sb1", Start: []string{"side#5"}, Waiting: map[string]string{"app": "CrashLoopBackOff"}, RequeueAfter: 7 * time.Second},
+		},
+		{
+			name: "running container not in spec: kill; dead one not in spec: remove",
+			pod:  newPod("web", []string{"app"}),
+			status: podStatus(web, ready(web),
+				ctrStatus(web, "app", "app-0", running, 0, 0, at(10)),
+				ctrStatus(web, "side", "side-1", running, 1, 0, at(9)),
+				ctrStatus(web, "side", "side-0", exited, 0, 0, at(8)),
+				ctrStatus(web, "gone", "gone-0", exited, 0, 0, at(7))),
+			want: actionSummary{SandboxID: "sb1", Kill: map[string]string{"side-1": "not in spec"}, Remove: []string{"gone-0", "side-0"}},
+		},
+		{
+			name: "dead containers pruned, keeping the newest and the previous exited",
+			pod:  web,
+			status: podStatus(web, ready(web),
+				ctrStatus(web, "side", "side-2", exited, 2, 0, at(30)),
+				ctrStatus(web, "app", "app-3", running, 3, 0, at(20)),
+				ctrStatus(web, "side", "side-1", exited, 1, 0, at(19)),
+				ctrStatus(web, "app", "app-2", exited, 2, 1, at(15)),
+				ctrStatus(web, "side", "side-0", exited, 0, 0, at(14)),
+				ctrStatus(web, "app", "app-1", exited, 1, 1, at(10)),
+				ctrStatus(web, "app", "app-0", exited, 0, 1, at(5))),
+			want: actionSummary{SandboxID: "sb1", Start: []string{"side#3"}, Remove: []string{"app-0", "app-1", "side-0"}},
+		},
+		{
+			name: "stale sandboxes removed, the newest kept",
+			pod:  web,
+			status: podStatus(web, []*runtimeapi.PodSandboxStatus{
+				sandboxStatus(web, "sb3", 2, true, at(30)),
+				sandboxStatus(web, "sb2", 1, false, at(20)),
+				sandboxStatus(web, "sb1", 0, false, at(10)),
+			}, ctrStatus(web, "app", "app-0", running, 0, 0, at(31)), ctrStatus(web, "side", "side-0", running, 0, 0, at(32))),
+			want: actionSummary{SandboxID: "sb3", RemoveSandboxes: []string{"sb1", "sb2"}},
+		},
+		{
+			name: "newest sandbox dead: kept while a new one is made, older ones removed",
+			pod:  web,
+			status: podStatus(web, []*runtimeapi.PodSandboxStatus{
+				sandboxStatus(web, "sb2", 1, false, at(20)),
+				sandboxStatus(web, "sb1", 0, false, at(10)),
+			}),
+			want: actionSummary{CreateSandbox: true, Attempt: 2, Start: []string{"app#0", "side#0"}, Waiting: creating, RemoveSandboxes: []string{"sb1"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			remaining := tt.remaining
+			if remaining == nil {
+				remaining = noBackOff
+			}
+			got := computePodActions(tt.pod, tt.status, remaining)
+			if s := summarize(got); !reflect.DeepEqual(s, tt.want) {
+				t.Errorf("actions:\n got %+v\nwant %+v", s, tt.want)
+			}
+			wantChange := tt.want.KillPod || tt.want.CreateSandbox || len(tt.want.Start) > 0 || len(tt.want.Kill) > 0 ||
+				len(tt.want.Remove) > 0 || len(tt.want.RemoveSandboxes) > 0
+			if got.changesRuntime() != wantChange {
+				t.Errorf("changesRuntime = %v, want %v", got.changesRuntime(), wantChange)
+			}
+		})
+	}
+}
+
+func inSandbox(cs *kubecontainer.ContainerStatus, sandboxID string) *kubecontainer.ContainerStatus {
+	cs.SandboxID = sandboxID
+	return cs
+}
+
+func TestComputePodActionsInitContainers(t *testing.T) {
+	withInits := func(rp v1.RestartPolicy) *v1.Pod {
+		return newPod("web", []string{"app"}, withRestartPolicy(rp), func(p *v1.Pod) {
+			p.Spec.InitContainers = []v1.Container{{Name: "init0", Image: "img-init0"}, {Name: "init1", Image: "img-init1"}}
+		})
+	}
+	always := withInits(v1.RestartPolicyAlways)
+	never := withInits(v1.RestartPolicyNever)
+	ready := func(p *v1.Pod) []*runtimeapi.PodSandboxStatus {
+		return []*runtimeapi.PodSandboxStatus{sandboxStatus(p, "sb2", 1, true, t0)}
+	}
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	initializing := map[string]string{"app": "PodInitializing"}
+	tests := []struct {
+		name      string
+		pod       *v1.Pod
+		status    *kubecontainer.PodStatus
+		remaining time.Duration
+		want      actionSummary
+	}{
+		{
+			name:   "no sandbox: new sandbox, first init container only",
+			pod:    always,
+			status: podStatus(always, nil),
+			want:   actionSummary{CreateSandbox: true, Start: []string{"init0#0"}, Waiting: initializing},
+		},
+		{
+			name: "sandbox died: init containers start over",
+			pod:  always,
+			status: podStatus(always, []*runtimeapi.PodSandboxStatus{sandboxStatus(always, "sb1", 0, false, t0)},
+				inSandbox(ctrStatus(always, "app", "app-0", exited, 0, 1, at(30)), "sb1"),
+				inSandbox(ctrStatus(always, "init1", "init1-0", exited, 0, 0, at(20)), "sb1"),
+				inSandbox(ctrStatus(always, "init0", "init0-0", exited, 0, 0, at(10)), "sb1")),
+			want: actionSummary{CreateSandbox: true, Attempt: 1, Start: []string{"init0#1"}, Waiting: initializing},
+		},
+		{
+			name:   "ready sandbox, first init container not created",
+			pod:    always,
+			status: podStatus(always, ready(always)),
+			want:   actionSummary{SandboxID: "sb2", Start: []string{"init0#0"}, Waiting: initializing},
+		},
+		{
+			name:   "init container running: wait",
+			pod:    always,
+			status: podStatus(always, ready(always), inSandbox(ctrStatus(always, "init0", "init0-0", running, 0, 0, at(10)), "sb2")),
+			want:   actionSummary{SandboxID: "sb2", Waiting: initializing},
+		},
+		{
+			name:   "first succeeded: start the second",
+			pod:    always,
+			status: podStatus(always, ready(always), inSandbox(ctrStatus(always, "init0", "init0-0", exited, 0, 0, at(10)), "sb2")),
+			want:   actionSummary{SandboxID: "sb2", Start: []string{"init1#0"}, Waiting: initializing},
+		},
+		{
+			name: "succeeded only in the old sandbox: run again in this one",
+			pod:  always,
+			status: podStatus(always, ready(always),
+				inSandbox(ctrStatus(always, "init0", "init0-0", exited, 0, 0, at(10)), "sb1")),
+			want: actionSummary{SandboxID: "sb2", Start: []string{"init0#1"}, Waiting: initializing},
+		},
+		{
+			name:   "failed under Always: restarted",
+			pod:    always,
+			status: podStatus(always, ready(always), inSandbox(ctrStatus(always, "init0", "init0-2", exited, 2, 1, at(10)), "sb2")),
+			want:   actionSummary{SandboxID: "sb2", Start: []string{"init0#3"}, Waiting: initializing},
+		},
+		{
+			name:      "failed under Always, backing off",
+			pod:       always,
+			status:    podStatus(always, ready(always), inSandbox(ctrStatus(always, "init0", "init0-2", exited, 2, 1, at(10)), "sb2")),
+			remaining: 4 * time.Second,
+			want:      actionSummary{SandboxID: "sb2", Waiting: map[string]string{"app": "PodInitializing", "init0": "CrashLoopBackOff"}, RequeueAfter: 4 * time.Second},
+		},
+		{
+			name:   "failed under Never: the pod is finished, its sandbox stops",
+			pod:    never,
+			status: podStatus(never, ready(never), inSandbox(ctrStatus(never, "init0", "init0-0", exited, 0, 1, at(10)), "sb2")),
+			want:   actionSummary{KillPod: true, SandboxID: "sb2", Waiting: initializing},
+		},
+		{
+			name: "all succeeded: regular containers start; init containers are kept",
+			pod:  always,
+			status: podStatus(always, ready(always),
+				inSandbox(ctrStatus(always, "init1", "init1-0", exited, 0, 0, at(20)), "sb2"),
+				inSandbox(ctrStatus(always, "init0", "init0-0", exited, 0, 0, at(10)), "sb2")),
+			want: actionSummary{SandboxID: "sb2", Start: []string{"app#0"}, Waiting: map[string]string{"app": "ContainerCreating"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := computePodActions(tt.pod, tt.status, func(*v1.Container, *kubecontainer.ContainerStatus) time.Duration { return tt.remaining })
+			if s := summarize(got); !reflect.DeepEqual(s, tt.want) {
+				t.Errorf("actions:\n got %+v\nwant %+v", s, tt.want)
+			}
+		})
+	}
+}
+
+// An OnFailure pod whose containers all succeeded has nothing to run: the
+// kubelet does not make a new sandbox for it when its sandbox dies (node
+// reboot, runtime restart) - "We should not create a sandbox for a Pod if
+// initialization is done and there is no container to start". Making one
+// leaves an empty sandbox (with an IP) running until the pod is removed.
+func TestComputePodActionsNoSandboxForFinishedOnFailurePod(t *testing.T) {
+	pod := newPod("job", []string{"app", "side"}, withRestartPolicy(v1.RestartPolicyOnFailure))
+	status := podStatus(pod, []*runtimeapi.PodSandboxStatus{sandboxStatus(pod, "sb1", 0, false, t0)},
+		ctrStatus(pod, "app", "app-0", exited, 0, 0, t0.Add(2*time.Second)),
+		ctrStatus(pod, "side", "side-1", exited, 1, 0, t0.Add(time.Second)))
+	got := computePodActions(pod, status, noBackOff)
+	if got.CreateSandbox || len(got.ContainersToStart) != 0 || got.changesRuntime() {
+		t.Errorf("actions = %+v, want nothing (no container to start, so no sandbox)", summarize(got))
+	}
+}
+
+func TestComputePodActionsExitedByRestartPolicy(t *testing.T) {
+	tests := []struct {
+		policy   v1.RestartPolicy
+		exitCode int32
+		restart  bool
+	}{
+		{v1.RestartPolicyAlways, 0, true},
+		{v1.RestartPolicyAlways, 1, true},
+		{v1.RestartPolicyOnFailure, 0, false},
+		{v1.RestartPolicyOnFailure, 137, true},
+		{v1.RestartPolicyNever, 0, false},
+		{v1.RestartPolicyNever, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s exit %d", tt.policy, tt.exitCode), func(t *testing.T) {
+			pod := newPod("web", []string{"app"}, withRestartPolicy(tt.policy))
+			status := podStatus(pod, []*runtimeapi.PodSandboxStatus{sandboxStatus(pod, "sb1", 0, true, t0)},
+				ctrStatus(pod, "app", "app-4", exited, 4, tt.exitCode, t0))
+			var asked bool
+			got := summarize(computePodActions(pod, status, func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration {
+				asked = true
+				if c.Name != "app" || cs.ID != "app-4" {
+					t.Errorf("remaining asked about %s/%s", c.Name, cs.ID)
+				}
+				return 0
+			}))
+			want := actionSummary{SandboxID: "sb1"}
+			if tt.restart {
+				want.Start = []string{"app#5"}
+			} else {
+				// Nothing runs or will run again: the pod is finished
+				// and its sandbox is stopped, as the kubelet does.
+				want.KillPod = true
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("actions:\n got %+v\nwant %+v", got, want)
+			}
+			if asked != tt.restart {
+				t.Errorf("back-off consulted = %v, want %v", asked, tt.restart)
+			}
+		})
+	}
+}
+
+func TestComputePodActionsBackOffMessage(t *testing.T) {
+	pod := newPod("web", []string{"app"})
+	status := podStatus(pod, []*runtimeapi.PodSandboxStatus{sandboxStatus(pod, "sb1", 0, true, t0)},
+		ctrStatus(pod, "app", "app-1", exited, 1, 2, t0))
+	a := computePodActions(pod, status, func(*v1.Container, *kubecontainer.ContainerStatus) time.Duration {
+		return 19*time.Second + 600*time.Millisecond
+	})
+	w := a.Waiting["app"]
+	want := "back-off 20s restarting failed container=app pod=web_ns(uid-web)"
+	if w.Reason != "CrashLoopBackOff" || w.Message != want {
+		t.Errorf("waiting = %+v, want CrashLoopBackOff %q", w, want)
+	}
+	if !strings.Contains(w.Message, "container=app") {
+		t.Errorf("message %q does not name the container", w.Message)
+	}
+}
