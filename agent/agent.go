@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/agent/podconfig"
+	"github.com/minikubelet/minikubelet/agent/prober"
 	"github.com/minikubelet/minikubelet/agent/server"
 	"github.com/minikubelet/minikubelet/agent/sources"
 	"github.com/minikubelet/minikubelet/agent/sources/file"
@@ -30,6 +31,8 @@ const (
 	// podUpdatesCap buffers merged operations for the syncLoop; the merge
 	// blocks when it is full, so nothing is dropped.
 	podUpdatesCap = 64
+	// probeResultsCap buffers probe results for the syncLoop.
+	probeResultsCap = 64
 )
 
 // Agent is a running minikubelet. Create it with New and start it with Run.
@@ -189,7 +192,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.pleg.Store(generic)
 	goRun(generic.Run)
 
-	a.syncLoop(ctx, podUpdates, generic.Watch())
+	// No prober runs yet; the channel is the syncLoop's probe input.
+	probeResults := make(chan prober.Result, probeResultsCap)
+	a.syncLoop(ctx, podUpdates, generic.Watch(), probeResults)
 	logger.Info("Stopping minikubelet; pods keep running")
 	return nil
 }

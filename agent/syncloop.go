@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/minikubelet/minikubelet/agent/podconfig"
+	"github.com/minikubelet/minikubelet/agent/prober"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
 )
@@ -25,7 +26,7 @@ const (
 // syncLoop is the one place where everything that can change a pod meets.
 // It only dispatches (DESIGN.md rule 1): every branch records state in
 // memory and hands work to pod workers, never calling the runtime.
-func (a *Agent) syncLoop(ctx context.Context, updates <-chan podconfig.PodUpdate, plegCh <-chan *pleg.Event) {
+func (a *Agent) syncLoop(ctx context.Context, updates <-chan podconfig.PodUpdate, plegCh <-chan *pleg.Event, probeCh <-chan prober.Result) {
 	logger := klog.FromContext(ctx).WithName("syncloop")
 	syncTicker := a.clock.NewTicker(syncTickPeriod)
 	defer syncTicker.Stop()
@@ -40,6 +41,8 @@ func (a *Agent) syncLoop(ctx context.Context, updates <-chan podconfig.PodUpdate
 			a.handlePodUpdate(ctx, logger, u)
 		case e := <-plegCh:
 			a.handlePLEGEvent(ctx, logger, e)
+		case r := <-probeCh:
+			a.handleProbeResult(ctx, logger, r)
 		case <-syncTicker.C():
 			a.workers.ResyncDue()
 		case <-housekeeping.C():
@@ -87,6 +90,17 @@ func (a *Agent) handlePLEGEvent(ctx context.Context, logger klog.Logger, e *pleg
 	}
 	logger.V(4).Info("PLEG event", "pod", klog.KObj(pod), "event", e.Type, "id", e.Data)
 	a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Sync, Pod: pod, MinCacheTime: e.Time})
+}
+
+// handleProbeResult wakes the worker of the probed pod, which acts on the
+// result at its sync.
+func (a *Agent) handleProbeResult(ctx context.Context, logger klog.Logger, r prober.Result) {
+	pod := a.pods.get(r.PodUID)
+	if pod == nil {
+		return
+	}
+	logger.V(3).Info("Probe result changed", "pod", klog.KObj(pod), "containerID", r.ContainerID, "probe", r.Type, "success", r.Success)
+	a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Sync, Pod: pod})
 }
 
 // housekeeping forgets the cached and reported state of pods that neither

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,14 +38,27 @@ func main() {
 	runtimeName := flag.String("runtime", "containerd-2.1", "which runtime of the bed to use")
 	runs := flag.Int("runs", 15, "measured runs of each kind (after one warm-up each)")
 	keep := flag.String("keep-log", "", "copy minikubelet's log (at -v=4) to this file")
+	writes := flag.Int("config-writes", 100, "manifest edits timed from write to the pod's new version on /pods (0 skips)")
+	idlePods := flag.Int("idle-pods", 50, "static pods to run while the agent's idle CPU time is measured (0 skips)")
+	idleFor := flag.Duration("idle-for", 60*time.Second, "how long idle CPU time is measured")
 	flag.Parse()
-	if err := run(*bedPath, *bin, *runtimeName, *runs, *keep); err != nil {
+	opts := options{runs: *runs, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor}
+	if err := run(*bedPath, *bin, *runtimeName, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bedPath, bin, runtimeName string, runs int, keepLog string) error {
+type options struct {
+	runs     int
+	keepLog  string
+	writes   int
+	idlePods int
+	idleFor  time.Duration
+}
+
+func run(bedPath, bin, runtimeName string, o options) error {
+	runs, keepLog := o.runs, o.keepLog
 	bed, err := ctrdtest.LoadBed(bedPath)
 	if err != nil {
 		return err
@@ -110,6 +124,23 @@ func run(bedPath, bin, runtimeName string, runs int, keepLog string) error {
 	fmt.Printf("  %-44s median %7.1f ms   p90 %7.1f ms\n", "raw CRI (ImageStatus+RunPodSandbox+Create+Start)", ms(median(raw)), ms(pct(raw, 0.9)))
 	fmt.Printf("  %-44s median %7.1f ms   p90 %7.1f ms\n", "minikubelet (manifest write -> running on /pods)", ms(median(agent)), ms(pct(agent, 0.9)))
 	fmt.Printf("  ratio minikubelet/raw (medians): %.2fx\n", float64(median(agent))/float64(median(raw)))
+
+	if o.writes > 0 {
+		lat, err := a.configLatency(busybox.Ref, o.writes)
+		if err != nil {
+			return fmt.Errorf("config latency: %w", err)
+		}
+		fmt.Printf("manifest edit -> new version on /pods (the syncLoop has handed it to the pod's worker), %d edits\n", len(lat))
+		fmt.Printf("  median %7.2f ms   p99 %7.2f ms   (polled every %v)\n", ms(median(lat)), ms(pct(lat, 0.99)), configPoll)
+	}
+	if o.idlePods > 0 {
+		cpu, rss, err := a.idleCost(ctx, rt, busybox.Ref, o.idlePods, o.idleFor)
+		if err != nil {
+			return fmt.Errorf("idle cost: %w", err)
+		}
+		fmt.Printf("agent idle with %d running static pods, over %v\n", o.idlePods, o.idleFor)
+		fmt.Printf("  CPU %.2f s (%.2f%% of one core)   RSS %.1f MiB\n", cpu.Seconds(), 100*cpu.Seconds()/o.idleFor.Seconds(), float64(rss)/(1<<20))
+	}
 	return nil
 }
 
@@ -335,3 +366,113 @@ func pct(d []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// configPoll is how often /pods is read while timing a manifest edit.
+const configPoll = time.Millisecond
+
+// configLatency edits one pod's manifest n times (a label change, which
+// restarts nothing) and times each write until /pods shows the new label.
+func (a *agentProc) configLatency(image string, n int) ([]time.Duration, error) {
+	const name = "edited"
+	write := func(rev int) error {
+		m := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  labels:\n    rev: \"%d\"\nspec:\n  hostNetwork: true\n  terminationGracePeriodSeconds: 0\n  containers:\n  - name: main\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", name, rev, image)
+		tmp := filepath.Join(a.manifest, "."+name+".tmp")
+		if err := os.WriteFile(tmp, []byte(m), 0o644); err != nil {
+			return err
+		}
+		return os.Rename(tmp, filepath.Join(a.manifest, name+".yaml"))
+	}
+	seen := func(rev int) (bool, error) {
+		pods, err := a.pods()
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods {
+			if p.Name == name+"-"+a.node {
+				return p.Labels["rev"] == strconv.Itoa(rev), nil
+			}
+		}
+		return false, nil
+	}
+	var out []time.Duration
+	for rev := 0; rev <= n; rev++ { // rev 0 creates the pod and is not counted
+		start := time.Now()
+		if err := write(rev); err != nil {
+			return nil, err
+		}
+		for deadline := start.Add(30 * time.Second); ; time.Sleep(configPoll) {
+			ok, err := seen(rev)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("edit %d not on /pods within 30s", rev)
+			}
+		}
+		if rev > 0 {
+			out = append(out, time.Since(start))
+		}
+	}
+	return out, os.Remove(filepath.Join(a.manifest, name+".yaml"))
+}
+
+// idleCost starts n host-network static pods, waits until all run, lets the
+// agent settle, and returns the CPU time it used over d and its RSS after.
+func (a *agentProc) idleCost(ctx context.Context, rt *ctrdtest.Containerd, image string, n int, d time.Duration) (time.Duration, int64, error) {
+	for i := 0; i < n; i++ {
+		m := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: idle-%d\nspec:\n  hostNetwork: true\n  terminationGracePeriodSeconds: 0\n  containers:\n  - name: main\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", i, image)
+		if err := os.WriteFile(filepath.Join(a.manifest, fmt.Sprintf("idle-%d.yaml", i)), []byte(m), 0o644); err != nil {
+			return 0, 0, err
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		pods, err := a.pods()
+		if err != nil {
+			return 0, 0, err
+		}
+		up := 0
+		for i := range pods {
+			if running(pods[i:i+1], pods[i].Name) {
+				up++
+			}
+		}
+		if up >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, 0, fmt.Errorf("only %d of %d pods running after 5 minutes", up, n)
+		}
+	}
+	time.Sleep(5 * time.Second) // let the start-up work drain
+	before, _, err := procStat(a.cmd.Process.Pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	time.Sleep(d)
+	after, rss, err := procStat(a.cmd.Process.Pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	for i := 0; i < n; i++ {
+		_ = os.Remove(filepath.Join(a.manifest, fmt.Sprintf("idle-%d.yaml", i)))
+	}
+	return after - before, rss, nil
+}
+
+// procStat returns a process's CPU time (user+system) and resident memory.
+func procStat(pid int) (time.Duration, int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	// Fields after the command name, which is in parentheses.
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	rssPages, _ := strconv.ParseInt(fields[21], 10, 64)
+	const ticks = 100 // USER_HZ
+	return time.Duration(utime+stime) * time.Second / ticks, rssPages * int64(os.Getpagesize()), nil
+}

@@ -217,6 +217,14 @@ spec:
 				cs.State.Terminated.Reason == "Error" && pod.Status.Phase == "Failed"
 			return ok, describe(pod)
 		})
+		// A finished pod keeps no sandbox running (its IP is freed).
+		waitFor(t, 10*time.Second, "sandbox of the finished pod stopped", func() (bool, string) {
+			sandboxes, _, err := runtimePods(context.Background(), rt, a.node)
+			if err != nil || len(sandboxes) != 1 {
+				return false, fmt.Sprintf("%v %v", sandboxes, err)
+			}
+			return sandboxes[0].State == runtimeapi.PodSandboxState_SANDBOX_NOTREADY, sandboxes[0].State.String()
+		})
 	})
 }
 
