@@ -25,16 +25,78 @@ const MaxSize = 10 << 20
 // kind "Pod", and the data must hold exactly one non-empty document of at most
 // MaxSize bytes. Decode neither defaults nor validates the pod.
 func Decode(data []byte) (*v1.Pod, error) {
-	if len(data) > MaxSize {
-		return nil, fmt.Errorf("manifest is larger than %d bytes: a pod manifest must be smaller", MaxSize)
-	}
-	js, err := toJSON(data)
+	js, err := readDocument(data)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTypeMeta(js); err != nil {
+	if _, err := checkTypeMeta(js, false); err != nil {
 		return nil, err
 	}
+	return decodePod(js)
+}
+
+// DecodeList decodes the body of a manifest URL: one v1 Pod, or a v1 PodList
+// (kind PodList, the pods in items), YAML or JSON, as strictly as Decode.
+// Errors in a PodList name the item, for example
+// `unknown field "items[2].spec.containers[0].imagee"`; an item may leave out
+// apiVersion and kind, or must set them to v1 and Pod. A PodList without
+// items is no error: it holds no pods. DecodeList neither defaults nor
+// validates the pods.
+func DecodeList(data []byte) ([]*v1.Pod, error) {
+	pods, _, err := decodeList(data)
+	return pods, err
+}
+
+// decodeList is DecodeList; isList tells whether data held a PodList.
+func decodeList(data []byte) (pods []*v1.Pod, isList bool, err error) {
+	js, err := readDocument(data)
+	if err != nil {
+		return nil, false, err
+	}
+	kind, err := checkTypeMeta(js, true)
+	if err != nil {
+		return nil, false, err
+	}
+	if kind == "Pod" {
+		pod, err := decodePod(js)
+		if err != nil {
+			return nil, false, err
+		}
+		return []*v1.Pod{pod}, false, nil
+	}
+	list := &v1.PodList{}
+	strictErrs, err := json.UnmarshalStrict(js, list)
+	if err != nil {
+		return nil, true, fmt.Errorf("decode PodList: %w", err)
+	}
+	if len(strictErrs) > 0 {
+		return nil, true, &StrictError{Errs: strictErrs}
+	}
+	pods = make([]*v1.Pod, len(list.Items))
+	for i := range list.Items {
+		pod := &list.Items[i]
+		switch {
+		case pod.APIVersion != "" && pod.APIVersion != "v1":
+			return nil, true, fmt.Errorf(`items[%d].apiVersion is %q: set "apiVersion: v1" or leave it out`, i, pod.APIVersion)
+		case pod.Kind != "" && pod.Kind != "Pod":
+			return nil, true, fmt.Errorf(`items[%d].kind is %q: set "kind: Pod" or leave it out (a PodList holds only pods)`, i, pod.Kind)
+		}
+		pods[i] = pod
+	}
+	return pods, true, nil
+}
+
+// readDocument checks the size of data and returns the one JSON document it
+// holds.
+func readDocument(data []byte) ([]byte, error) {
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("manifest is larger than %d bytes: a pod manifest must be smaller", MaxSize)
+	}
+	return toJSON(data)
+}
+
+// decodePod decodes js, an object of kind Pod, strictly.
+func decodePod(js []byte) (*v1.Pod, error) {
 	pod := &v1.Pod{}
 	strictErrs, err := json.UnmarshalStrict(js, pod)
 	if err != nil {
@@ -133,28 +195,34 @@ func tidyYAMLError(err error) string {
 }
 
 // checkTypeMeta makes sure js is an object of apiVersion v1 and kind Pod,
-// before the strict decode would report every field of some other kind as
-// unknown.
-func checkTypeMeta(js []byte) error {
+// or PodList when list is true, and returns the kind, before the strict
+// decode would report every field of some other kind as unknown.
+func checkTypeMeta(js []byte, list bool) (string, error) {
+	what, fix := "one Pod (apiVersion: v1, kind: Pod)",
+		`set "kind: Pod" (a static pod manifest holds one Pod; no other kind can run from it)`
+	if list {
+		what, fix = "one Pod or a PodList (apiVersion: v1, kind: Pod or PodList)",
+			`set "kind: Pod" or "kind: PodList" (a manifest URL serves one Pod or a PodList of pods)`
+	}
 	if js[0] != '{' {
-		return errors.New("manifest is not an object: it must hold one Pod (apiVersion: v1, kind: Pod)")
+		return "", errors.New("manifest is not an object: it must hold " + what)
 	}
 	var tm struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
 	}
 	if err := json.UnmarshalCaseSensitivePreserveInts(js, &tm); err != nil {
-		return fmt.Errorf("decode apiVersion and kind: %w", err)
+		return "", fmt.Errorf("decode apiVersion and kind: %w", err)
 	}
 	switch {
 	case tm.APIVersion == "":
-		return errors.New(`apiVersion is missing: set "apiVersion: v1"`)
+		return "", errors.New(`apiVersion is missing: set "apiVersion: v1"`)
 	case tm.APIVersion != "v1":
-		return fmt.Errorf(`apiVersion is %q: set "apiVersion: v1" (a static pod manifest holds one v1 Pod)`, tm.APIVersion)
+		return "", fmt.Errorf(`apiVersion is %q: set "apiVersion: v1" (a manifest holds %s)`, tm.APIVersion, what)
 	case tm.Kind == "":
-		return errors.New(`kind is missing: set "kind: Pod"`)
-	case tm.Kind != "Pod":
-		return fmt.Errorf(`kind is %q: set "kind: Pod" (a static pod manifest holds one Pod; no other kind can run from it)`, tm.Kind)
+		return "", errors.New("kind is missing: " + fix)
+	case tm.Kind != "Pod" && (!list || tm.Kind != "PodList"):
+		return "", fmt.Errorf("kind is %q: %s", tm.Kind, fix)
 	}
-	return nil
+	return tm.Kind, nil
 }

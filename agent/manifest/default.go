@@ -24,7 +24,7 @@ const (
 // File, port protocol TCP (and hostPort = containerPort on the host
 // network), resource requests copied from limits where unset, probe timing
 // (timeout 1s, period 10s, success 1, failure 3) and HTTP probe and hook
-// path "/" and scheme HTTP.
+// path "/" and scheme HTTP. A volume of no type becomes an emptyDir.
 func Default(pod *v1.Pod) {
 	spec := &pod.Spec
 	if spec.RestartPolicy == "" {
@@ -46,6 +46,11 @@ func Default(pod *v1.Pod) {
 	}
 	if spec.SecurityContext == nil {
 		spec.SecurityContext = &v1.PodSecurityContext{}
+	}
+	for i := range spec.Volumes {
+		if v := &spec.Volumes[i].VolumeSource; countVolumeTypes(v) == 0 {
+			v.EmptyDir = &v1.EmptyDirVolumeSource{}
+		}
 	}
 	for i := range spec.InitContainers {
 		defaultContainer(&spec.InitContainers[i], spec.HostNetwork)

@@ -33,6 +33,7 @@ func TestDefault(t *testing.T) {
 			in: &v1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: "web"},
 				Spec: v1.PodSpec{
+					Volumes:        []v1.Volume{{Name: "scratch"}},
 					InitContainers: []v1.Container{{Name: "init", Image: "busybox@sha256:abc"}},
 					Containers: []v1.Container{{
 						Name:  "app",
@@ -56,6 +57,7 @@ func TestDefault(t *testing.T) {
 					SchedulerName:                 "default-scheduler",
 					EnableServiceLinks:            ptr(true),
 					SecurityContext:               &v1.PodSecurityContext{},
+					Volumes:                       []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}},
 					InitContainers: []v1.Container{{
 						Name:                     "init",
 						Image:                    "busybox@sha256:abc",

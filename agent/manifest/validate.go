@@ -1,12 +1,12 @@
 package manifest
 
 import (
+	"math"
+	"net/netip"
 	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -16,16 +16,33 @@ import (
 // `spec.containers[1].name: Duplicate value: "app"`. An empty list means the
 // pod can run. Validate checks the pod as written, before
 // ApplyStaticIdentity; it does not modify the pod, and it accepts fields that
-// Default would fill in (an empty restartPolicy or port protocol).
+// Default would fill in (an empty restartPolicy, dnsPolicy or port protocol,
+// zero probe timings, a hostPort of 0 on the host network).
 //
-// It is a subset of the API server's validation: the fields a node relies
-// on. Each area has its own small function below; a new rule goes into the
-// function of its area, or into a new one called from here.
+// It is a subset of the API server's validation: the fields a node acts on,
+// for pods of every source. Each area has its own small function; a new rule
+// goes into the function of its area, or into a new one called from here.
+// The references a static pod may not make are ValidateStatic's.
 func Validate(pod *v1.Pod) field.ErrorList {
+	return validatePod(pod, nil)
+}
+
+// validatePod validates pod with every path below root: nil for a pod on
+// its own, items[i] for an item of a PodList.
+func validatePod(pod *v1.Pod, root *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, validateObjectMeta(&pod.ObjectMeta, field.NewPath("metadata"))...)
-	errs = append(errs, validatePodSpec(&pod.Spec, field.NewPath("spec"))...)
+	errs = append(errs, validateObjectMeta(&pod.ObjectMeta, under(root, "metadata"))...)
+	errs = append(errs, validatePodSpec(&pod.Spec, under(root, "spec"))...)
 	return errs
+}
+
+// under returns the path of the field name below root, or of the top-level
+// field name when root is nil.
+func under(root *field.Path, name string) *field.Path {
+	if root == nil {
+		return field.NewPath(name)
+	}
+	return root.Child(name)
 }
 
 func validateObjectMeta(meta *metav1.ObjectMeta, path *field.Path) field.ErrorList {
@@ -47,11 +64,14 @@ func validateObjectMeta(meta *metav1.ObjectMeta, path *field.Path) field.ErrorLi
 
 func validatePodSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, validateContainers(spec, path)...)
+	volumes, volErrs := validateVolumes(spec.Volumes, path.Child("volumes"))
+	errs = append(errs, volErrs...)
+	errs = append(errs, validateContainers(spec, volumes, path)...)
+	errs = append(errs, validateHostNetworkPorts(spec, path)...)
 	errs = append(errs, validateRestartPolicy(spec.RestartPolicy, path.Child("restartPolicy"))...)
-	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
-		errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must be greater than or equal to 0"))
-	}
+	errs = append(errs, validateGracePeriod(spec.TerminationGracePeriodSeconds, path.Child("terminationGracePeriodSeconds"))...)
+	errs = append(errs, validateActiveDeadline(spec.ActiveDeadlineSeconds, path.Child("activeDeadlineSeconds"))...)
+	errs = append(errs, validateDNS(spec, path)...)
 	return errs
 }
 
@@ -63,85 +83,61 @@ func validateRestartPolicy(p v1.RestartPolicy, path *field.Path) field.ErrorList
 	return field.ErrorList{field.NotSupported(path, p, supported)}
 }
 
-// validateContainers checks the init and regular containers. Container names
-// share one namespace: a regular container may not reuse an init
-// container's name.
-func validateContainers(spec *v1.PodSpec, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if len(spec.Containers) == 0 {
-		errs = append(errs, field.Required(path.Child("containers"), "a pod needs at least one container"))
-	}
-	names := sets.New[string]()
-	for _, group := range []struct {
-		path       *field.Path
-		containers []v1.Container
-	}{
-		{path.Child("initContainers"), spec.InitContainers},
-		{path.Child("containers"), spec.Containers},
-	} {
-		for i := range group.containers {
-			c := &group.containers[i]
-			idx := group.path.Index(i)
-			errs = append(errs, validateContainer(c, idx)...)
-			if c.Name != "" && names.Has(c.Name) {
-				errs = append(errs, field.Duplicate(idx.Child("name"), c.Name))
-			}
-			names.Insert(c.Name)
-		}
-	}
-	return errs
-}
-
-func validateContainer(c *v1.Container, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if c.Name == "" {
-		errs = append(errs, field.Required(path.Child("name"), "name is required"))
-	} else {
-		for _, msg := range validation.IsDNS1123Label(c.Name) {
-			errs = append(errs, field.Invalid(path.Child("name"), c.Name, msg))
-		}
-	}
-	errs = append(errs, validateImage(c.Image, path.Child("image"))...)
-	errs = append(errs, validatePorts(c.Ports, path.Child("ports"))...)
-	errs = append(errs, validateEnv(c.Env, path.Child("env"))...)
-	return errs
-}
-
-func validateImage(image string, path *field.Path) field.ErrorList {
-	switch {
-	case image == "":
-		return field.ErrorList{field.Required(path, "image is required")}
-	case strings.TrimSpace(image) != image:
-		return field.ErrorList{field.Invalid(path, image, "must not have leading or trailing whitespace")}
+func validateGracePeriod(g *int64, path *field.Path) field.ErrorList {
+	if g != nil && *g < 0 {
+		return field.ErrorList{field.Invalid(path, *g, "must be greater than or equal to 0")}
 	}
 	return nil
 }
 
-func validatePorts(ports []v1.ContainerPort, path *field.Path) field.ErrorList {
-	supportedProtocols := []v1.Protocol{v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP}
-	var errs field.ErrorList
-	for i, p := range ports {
-		idx := path.Index(i)
-		for _, msg := range validation.IsValidPortNum(int(p.ContainerPort)) {
-			errs = append(errs, field.Invalid(idx.Child("containerPort"), p.ContainerPort, msg))
-		}
-		if p.HostPort != 0 {
-			for _, msg := range validation.IsValidPortNum(int(p.HostPort)) {
-				errs = append(errs, field.Invalid(idx.Child("hostPort"), p.HostPort, msg))
-			}
-		}
-		if p.Protocol != "" && !slices.Contains(supportedProtocols, p.Protocol) {
-			errs = append(errs, field.NotSupported(idx.Child("protocol"), p.Protocol, supportedProtocols))
-		}
+func validateActiveDeadline(d *int64, path *field.Path) field.ErrorList {
+	if d != nil && (*d < 1 || *d > math.MaxInt32) {
+		return field.ErrorList{field.Invalid(path, *d, validation.InclusiveRangeError(1, math.MaxInt32))}
 	}
-	return errs
+	return nil
 }
 
-func validateEnv(env []v1.EnvVar, path *field.Path) field.ErrorList {
+// API server limits on dnsConfig.
+const (
+	maxDNSNameservers = 3
+	maxDNSSearchPaths = 32
+)
+
+// validateDNS checks dnsPolicy and dnsConfig: the policy None takes every
+// setting from dnsConfig, so it needs at least one nameserver there.
+func validateDNS(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for i, e := range env {
-		if e.Name == "" {
-			errs = append(errs, field.Required(path.Index(i).Child("name"), "name is required"))
+	supported := []v1.DNSPolicy{v1.DNSClusterFirstWithHostNet, v1.DNSClusterFirst, v1.DNSDefault, v1.DNSNone}
+	if p := spec.DNSPolicy; p != "" && !slices.Contains(supported, p) {
+		errs = append(errs, field.NotSupported(path.Child("dnsPolicy"), p, supported))
+	}
+	cfgPath := path.Child("dnsConfig")
+	cfg := spec.DNSConfig
+	if spec.DNSPolicy == v1.DNSNone {
+		switch {
+		case cfg == nil:
+			errs = append(errs, field.Required(cfgPath, "must provide `dnsConfig` when `dnsPolicy` is None"))
+		case len(cfg.Nameservers) == 0:
+			errs = append(errs, field.Required(cfgPath.Child("nameservers"), "must provide at least one DNS nameserver when `dnsPolicy` is None"))
+		}
+	}
+	if cfg == nil {
+		return errs
+	}
+	if len(cfg.Nameservers) > maxDNSNameservers {
+		errs = append(errs, field.Invalid(cfgPath.Child("nameservers"), cfg.Nameservers, "must not have more than 3 nameservers"))
+	}
+	for i, ns := range cfg.Nameservers {
+		if _, err := netip.ParseAddr(ns); err != nil {
+			errs = append(errs, field.Invalid(cfgPath.Child("nameservers").Index(i), ns, "must be a valid IP address"))
+		}
+	}
+	if len(cfg.Searches) > maxDNSSearchPaths {
+		errs = append(errs, field.Invalid(cfgPath.Child("searches"), cfg.Searches, "must not have more than 32 search paths"))
+	}
+	for i, o := range cfg.Options {
+		if o.Name == "" {
+			errs = append(errs, field.Required(cfgPath.Child("options").Index(i).Child("name"), "must not be empty"))
 		}
 	}
 	return errs

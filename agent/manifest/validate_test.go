@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 func validPod() *v1.Pod {
@@ -135,6 +137,389 @@ func TestValidate(t *testing.T) {
 			name:   "env name missing",
 			mutate: func(p *v1.Pod) { p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, v1.EnvVar{Value: "x"}) },
 			want:   []string{"spec.containers[0].env[1].name: Required value"},
+		},
+		{
+			name:   "env name with an equals sign",
+			mutate: func(p *v1.Pod) { p.Spec.Containers[0].Env[0].Name = "A=B" },
+			want:   []string{`spec.containers[0].env[0].name: Invalid value: "A=B"`},
+		},
+		{
+			name: "env names the API server accepts since 1.34",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, v1.EnvVar{Name: "1st.var-x"}, v1.EnvVar{Name: "MY VAR"})
+			},
+		},
+		{
+			name:   "env valueFrom without a source",
+			mutate: func(p *v1.Pod) { p.Spec.Containers[0].Env[0] = v1.EnvVar{Name: "A", ValueFrom: &v1.EnvVarSource{}} },
+			want:   []string{"spec.containers[0].env[0].valueFrom: Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"},
+		},
+		{
+			name: "env valueFrom with two sources",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].Env[0] = v1.EnvVar{Name: "A", ValueFrom: &v1.EnvVarSource{
+					FieldRef:         &v1.ObjectFieldSelector{FieldPath: "metadata.name"},
+					ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"},
+				}}
+			},
+			want: []string{"spec.containers[0].env[0].valueFrom: Invalid value: \"\": may not have more than one field specified at a time"},
+		},
+		{
+			name: "env valueFrom beside a value",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].Env[0].ValueFrom = &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}
+			},
+			want: []string{"spec.containers[0].env[0].valueFrom: Invalid value: \"\": may not be specified when `value` is not empty"},
+		},
+		{
+			name: "env fieldRef and resourceFieldRef",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].Env = []v1.EnvVar{
+					{Name: "A", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['tier']"}}},
+					{Name: "B", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.hostname"}}},
+					{Name: "C", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "requests.hugepages-2Mi"}}},
+					{Name: "D", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.pids"}}},
+					{Name: "E", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}},
+				}
+			},
+			want: []string{
+				`spec.containers[0].env[1].valueFrom.fieldRef.fieldPath: Unsupported value: "spec.hostname"`,
+				`spec.containers[0].env[3].valueFrom.resourceFieldRef.resource: Unsupported value: "limits.pids"`,
+				"spec.containers[0].env[4].valueFrom.configMapKeyRef.key: Required value",
+			},
+		},
+		{
+			name:   "envFrom without a source",
+			mutate: func(p *v1.Pod) { p.Spec.Containers[0].EnvFrom = []v1.EnvFromSource{{Prefix: "X_"}} },
+			want:   []string{"spec.containers[0].envFrom[0]: Invalid value: \"\": must specify one of: `configMapRef` or `secretRef`"},
+		},
+		{
+			name:   "port name not an IANA service name",
+			mutate: func(p *v1.Pod) { p.Spec.Containers[0].Ports[0].Name = "http_1" },
+			want:   []string{`spec.containers[0].ports[0].name: Invalid value: "http_1": must contain only alpha-numeric characters`},
+		},
+		{
+			name: "port names unique per container",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].Ports[0].Name = "web"
+				p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, v1.ContainerPort{Name: "web", ContainerPort: 81})
+				p.Spec.InitContainers[0].Ports = []v1.ContainerPort{{Name: "web", ContainerPort: 82}} // another container
+			},
+			want: []string{`spec.containers[0].ports[1].name: Duplicate value: "web"`},
+		},
+		{
+			name: "host network: hostPort must equal containerPort",
+			mutate: func(p *v1.Pod) {
+				p.Spec.HostNetwork = true
+				p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, v1.ContainerPort{ContainerPort: 9090}, v1.ContainerPort{ContainerPort: 53, HostPort: 53})
+			},
+			want: []string{"spec.containers[0].ports[0].containerPort: Invalid value: 80: must match `hostPort` when `hostNetwork` is true"},
+		},
+		{
+			name: "resources",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].Resources = v1.ResourceRequirements{
+					Limits: v1.ResourceList{
+						"cpu": resource.MustParse("1"), "memory": resource.MustParse("1Gi"), "ephemeral-storage": resource.MustParse("1Gi"),
+						"hugepages-2Mi": resource.MustParse("4Mi"),
+					},
+					Requests: v1.ResourceList{"cpu": resource.MustParse("500m"), "hugepages-2Mi": resource.MustParse("4Mi")},
+				}
+			},
+		},
+		{
+			name: "resource name not known",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].Resources.Limits = v1.ResourceList{"nvidia.com/gpu": resource.MustParse("1"), "hugepages-x": resource.MustParse("1")}
+			},
+			want: []string{
+				`spec.containers[0].resources.limits[hugepages-x]: Invalid value: "hugepages-x": must be hugepages-<page size>`,
+				`spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "nvidia.com/gpu": must be a standard resource for containers`,
+			},
+		},
+		{
+			name: "resource negative",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].Resources.Requests = v1.ResourceList{"memory": resource.MustParse("-1Mi")}
+			},
+			want: []string{`spec.containers[0].resources.requests[memory]: Invalid value: "-1Mi": must be greater than or equal to 0`},
+		},
+		{
+			name: "request above limit",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].Resources = v1.ResourceRequirements{
+					Limits:   v1.ResourceList{"cpu": resource.MustParse("1")},
+					Requests: v1.ResourceList{"cpu": resource.MustParse("1500m")},
+				}
+			},
+			want: []string{`spec.containers[0].resources.requests[cpu]: Invalid value: "1500m": must be less than or equal to cpu limit of 1`},
+		},
+		{
+			name: "huge pages are not overcommitted",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].Resources = v1.ResourceRequirements{
+					Limits:   v1.ResourceList{"hugepages-2Mi": resource.MustParse("4Mi")},
+					Requests: v1.ResourceList{"hugepages-2Mi": resource.MustParse("2Mi"), "hugepages-1Gi": resource.MustParse("1Gi")},
+				}
+			},
+			want: []string{
+				"spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources",
+				`spec.containers[0].resources.requests[hugepages-2Mi]: Invalid value: "2Mi": must be equal to hugepages-2Mi limit of 4Mi`,
+			},
+		},
+		{
+			name:   "dns policy",
+			mutate: func(p *v1.Pod) { p.Spec.DNSPolicy = "Cluster" },
+			want:   []string{`spec.dnsPolicy: Unsupported value: "Cluster": supported values: "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"`},
+		},
+		{
+			name:   "dns policy None needs dnsConfig",
+			mutate: func(p *v1.Pod) { p.Spec.DNSPolicy = v1.DNSNone },
+			want:   []string{"spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None"},
+		},
+		{
+			name: "dns policy None needs a nameserver",
+			mutate: func(p *v1.Pod) {
+				p.Spec.DNSPolicy = v1.DNSNone
+				p.Spec.DNSConfig = &v1.PodDNSConfig{Searches: []string{"svc.local"}}
+			},
+			want: []string{"spec.dnsConfig.nameservers: Required value: must provide at least one DNS nameserver when `dnsPolicy` is None"},
+		},
+		{
+			name: "dns config",
+			mutate: func(p *v1.Pod) {
+				p.Spec.DNSPolicy = v1.DNSNone
+				p.Spec.DNSConfig = &v1.PodDNSConfig{Nameservers: []string{"10.0.0.1", "::1", "1.1.1.1", "dns.local"}, Options: []v1.PodDNSConfigOption{{}}}
+			},
+			want: []string{
+				"spec.dnsConfig.nameservers: Invalid value:",
+				`spec.dnsConfig.nameservers[3]: Invalid value: "dns.local": must be a valid IP address`,
+				"spec.dnsConfig.options[0].name: Required value",
+			},
+		},
+		{
+			name:   "active deadline zero",
+			mutate: func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr[int64](0) },
+			want:   []string{"spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive"},
+		},
+		{
+			name: "volumes and mounts",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Volumes = []v1.Volume{
+					{Name: "data", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/srv/data", Type: ptr(v1.HostPathDirectoryOrCreate)}}},
+					{Name: "scratch"}, // Default makes it an emptyDir
+				}
+				p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+					{Name: "data", MountPath: "/data", SubPath: "app/logs"},
+					{Name: "scratch", MountPath: "/tmp", SubPathExpr: "$(POD_NAME)", MountPropagation: ptr(v1.MountPropagationHostToContainer)},
+				}
+				p.Spec.InitContainers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+			},
+		},
+		{
+			name: "volume names",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Volumes = []v1.Volume{{Name: "data"}, {Name: "data"}, {Name: "Cache"}, {}}
+			},
+			want: []string{
+				`spec.volumes[1].name: Duplicate value: "data"`,
+				`spec.volumes[2].name: Invalid value: "Cache": a lowercase RFC 1123 label`,
+				"spec.volumes[3].name: Required value",
+			},
+		},
+		{
+			name: "volume with two types",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
+					HostPath: &v1.HostPathVolumeSource{Path: "/srv"}, EmptyDir: &v1.EmptyDirVolumeSource{},
+				}}}
+			},
+			want: []string{"spec.volumes[0]: Forbidden: may not specify more than 1 volume type"},
+		},
+		{
+			name: "host path",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Volumes = []v1.Volume{
+					{Name: "a", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{}}},
+					{Name: "b", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/srv/../etc", Type: ptr(v1.HostPathType("Dir"))}}},
+				}
+			},
+			want: []string{
+				"spec.volumes[0].hostPath.path: Required value",
+				`spec.volumes[1].hostPath.path: Invalid value: "/srv/../etc": must not contain '..'`,
+				`spec.volumes[1].hostPath.type: Unsupported value: "Dir"`,
+			},
+		},
+		{
+			name: "mount of an undeclared volume",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "nope", MountPath: "/x"}, {MountPath: "/y"}}
+			},
+			want: []string{
+				`spec.containers[0].volumeMounts[0].name: Not found: "nope"`,
+				"spec.containers[0].volumeMounts[1].name: Required value",
+			},
+		},
+		{
+			name: "mount paths",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Volumes = []v1.Volume{{Name: "data"}}
+				p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+					{Name: "data"}, {Name: "data", MountPath: "data"},
+					{Name: "data", MountPath: "/data"}, {Name: "data", MountPath: "/data/"},
+				}
+			},
+			want: []string{
+				"spec.containers[0].volumeMounts[0].mountPath: Required value",
+				`spec.containers[0].volumeMounts[1].mountPath: Invalid value: "data": must be an absolute path`,
+				`spec.containers[0].volumeMounts[3].mountPath: Invalid value: "/data/": must be unique`,
+			},
+		},
+		{
+			name: "sub paths stay inside the volume",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Volumes = []v1.Volume{{Name: "data"}}
+				p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+					{Name: "data", MountPath: "/a", SubPath: "/etc"},
+					{Name: "data", MountPath: "/b", SubPath: "x/../../etc"},
+					{Name: "data", MountPath: "/c", SubPath: "x", SubPathExpr: "$(X)"},
+					{Name: "data", MountPath: "/d", MountPropagation: ptr(v1.MountPropagationMode("Shared"))},
+				}
+			},
+			want: []string{
+				`spec.containers[0].volumeMounts[0].subPath: Invalid value: "/etc": must be a relative path`,
+				`spec.containers[0].volumeMounts[1].subPath: Invalid value: "x/../../etc": must not contain '..'`,
+				`spec.containers[0].volumeMounts[2].subPathExpr: Invalid value: "$(X)": subPathExpr and subPath are mutually exclusive`,
+				`spec.containers[0].volumeMounts[3].mountPropagation: Unsupported value: "Shared"`,
+			},
+		},
+		{
+			name: "probes and hooks",
+			mutate: func(p *v1.Pod) {
+				c := &p.Spec.Containers[0]
+				c.Ports[0].Name = "http"
+				c.LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromString("http"), Scheme: v1.URISchemeHTTPS}}, SuccessThreshold: 1}
+				c.ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(80)}}, SuccessThreshold: 3}
+				c.StartupProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9090}}, TerminationGracePeriodSeconds: ptr[int64](5)}
+				c.Lifecycle = &v1.Lifecycle{
+					PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"true"}}},
+					PreStop:   &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 30}},
+				}
+				p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{
+					Name: "sidecar", Image: "envoy:1", RestartPolicy: ptr(v1.ContainerRestartPolicyAlways),
+					ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"ready"}}}},
+					Lifecycle:      &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 0}}},
+				})
+			},
+		},
+		{
+			name:   "probe without a handler",
+			mutate: func(p *v1.Pod) { p.Spec.Containers[0].LivenessProbe = &v1.Probe{PeriodSeconds: 5} },
+			want:   []string{"spec.containers[0].livenessProbe: Required value: must specify a handler type"},
+		},
+		{
+			name: "probe with two handlers",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{
+					Exec: &v1.ExecAction{Command: []string{"true"}}, TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(80)},
+				}}
+			},
+			want: []string{"spec.containers[0].readinessProbe.tcpSocket: Forbidden: may not specify more than 1 handler type"},
+		},
+		{
+			name: "probe handlers malformed",
+			mutate: func(p *v1.Pod) {
+				c := &p.Spec.Containers[0]
+				c.LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{}}}
+				c.ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{
+					Port: intstr.FromInt32(0), Scheme: "ftp", HTTPHeaders: []v1.HTTPHeader{{Name: "Bad Header"}},
+				}}}
+				c.StartupProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 70000}}}
+			},
+			want: []string{
+				"spec.containers[0].livenessProbe.exec.command: Required value",
+				"spec.containers[0].readinessProbe.httpGet.port: Invalid value: 0: must be between 1 and 65535, inclusive",
+				`spec.containers[0].readinessProbe.httpGet.scheme: Unsupported value: "ftp"`,
+				`spec.containers[0].readinessProbe.httpGet.httpHeaders[0].name: Invalid value: "Bad Header"`,
+				"spec.containers[0].startupProbe.grpc.port: Invalid value: 70000: must be between 1 and 65535, inclusive",
+			},
+		},
+		{
+			name: "probe port names",
+			mutate: func(p *v1.Pod) {
+				c := &p.Spec.Containers[0]
+				c.LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromString("metrics")}}}
+				c.ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromString("Not_A_Name")}}}
+			},
+			want: []string{
+				`spec.containers[0].livenessProbe.tcpSocket.port: Invalid value: "metrics": must be the name of one of the container's ports`,
+				`spec.containers[0].readinessProbe.httpGet.port: Invalid value: "Not_A_Name"`,
+			},
+		},
+		{
+			name: "probe timings",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].LivenessProbe = &v1.Probe{
+					ProbeHandler:        v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}},
+					InitialDelaySeconds: -1, TimeoutSeconds: -1, PeriodSeconds: -1, SuccessThreshold: 2, FailureThreshold: -1,
+					TerminationGracePeriodSeconds: ptr[int64](0),
+				}
+				p.Spec.Containers[0].ReadinessProbe = &v1.Probe{
+					ProbeHandler:                  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}},
+					TerminationGracePeriodSeconds: ptr[int64](5),
+				}
+			},
+			want: []string{
+				"spec.containers[0].livenessProbe.initialDelaySeconds: Invalid value: -1: must be greater than or equal to 0",
+				"spec.containers[0].livenessProbe.timeoutSeconds: Invalid value: -1",
+				"spec.containers[0].livenessProbe.periodSeconds: Invalid value: -1",
+				"spec.containers[0].livenessProbe.failureThreshold: Invalid value: -1",
+				"spec.containers[0].livenessProbe.terminationGracePeriodSeconds: Invalid value: 0: must be greater than 0",
+				"spec.containers[0].livenessProbe.successThreshold: Invalid value: 2: must be 1",
+				"spec.containers[0].readinessProbe.terminationGracePeriodSeconds: Invalid value: 5: must not be set for readinessProbes",
+			},
+		},
+		{
+			name: "startup probe success threshold",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].StartupProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, SuccessThreshold: 3}
+			},
+			want: []string{"spec.containers[0].startupProbe.successThreshold: Invalid value: 3: must be 1"},
+		},
+		{
+			name: "init container without restartPolicy Always has no probes or hooks",
+			mutate: func(p *v1.Pod) {
+				p.Spec.InitContainers[0].LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
+				p.Spec.InitContainers[0].Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
+			},
+			want: []string{
+				"spec.initContainers[0].livenessProbe: Forbidden: may not be set for init containers without restartPolicy=Always",
+				"spec.initContainers[0].lifecycle: Forbidden: may not be set for init containers without restartPolicy=Always",
+			},
+		},
+		{
+			name: "hooks malformed",
+			mutate: func(p *v1.Pod) {
+				p.Spec.TerminationGracePeriodSeconds = ptr[int64](10)
+				p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{
+					PostStart: &v1.LifecycleHandler{},
+					PreStop:   &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 11}},
+				}
+			},
+			want: []string{
+				"spec.containers[0].lifecycle.postStart: Required value: must specify a handler type",
+				"spec.containers[0].lifecycle.preStop.sleep.seconds: Invalid value: 11: must be non-negative and less than terminationGracePeriodSeconds (10)",
+			},
+		},
+		{
+			name: "hook sleep negative, and an http hook on a port number",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{
+					PostStart: &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromInt32(8080)}},
+					PreStop:   &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: -1}},
+				}
+			},
+			want: []string{"spec.containers[0].lifecycle.preStop.sleep.seconds: Invalid value: -1: must be non-negative and less than terminationGracePeriodSeconds (30)"},
 		},
 		{
 			name: "every problem is reported",
