@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Source names, as they appear in the kubernetes.io/config.source annotation.
@@ -25,6 +26,9 @@ type Update struct {
 	// Pods are decoded, validated, defaulted pods with their static identity
 	// (UID, name suffix, config annotations) already applied.
 	Pods []*v1.Pod
+	// Origins maps each pod's UID to the manifest it came from: a file
+	// path or a URL. Conflicts and errors name it.
+	Origins map[types.UID]string
 	// Errors are the manifests currently refused, one per origin.
 	Errors []ManifestError
 }

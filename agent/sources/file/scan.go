@@ -15,6 +15,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
@@ -264,7 +265,7 @@ func (r *run) sent() {
 // Two files may not define the same pod: the first in name order keeps it,
 // the others are reported.
 func (r *run) snapshot() (sources.Update, string) {
-	u := sources.Update{Source: sources.File, Pods: []*v1.Pod{}}
+	u := sources.Update{Source: sources.File, Pods: []*v1.Pod{}, Origins: map[types.UID]string{}}
 	var key strings.Builder
 	if r.dirErr != nil {
 		u.Errors = append(u.Errors, sources.ManifestError{Source: sources.File, Origin: r.s.dir, Err: r.dirErr})
@@ -289,6 +290,7 @@ func (r *run) snapshot() (sources.Update, string) {
 			} else {
 				owner[podName] = path
 				u.Pods = append(u.Pods, st.good)
+				u.Origins[st.good.UID] = path
 				key.WriteString("P\x00" + path + "\x00" + hex.EncodeToString(st.goodHash[:]) + "\n")
 			}
 		}
