@@ -21,29 +21,65 @@ import (
 type Merger struct {
 	// configured holds the sources AllSourcesSeen waits for; fixed by New.
 	configured []string
+	// countError is WithErrorCounter's function, or nil.
+	countError func(source string)
 
 	mu sync.Mutex
 	// bySource is the last state each source reported; guarded by mu.
 	bySource map[string]*sourceState
+	// owners maps the full name (namespace/name) of every admitted pod to
+	// the pod holding it; guarded by mu. At most one pod of a name runs.
+	owners map[string]owner
+}
+
+// owner identifies an admitted pod.
+type owner struct {
+	source string
+	uid    types.UID
+	origin string
 }
 
 // sourceState is what one source last sent.
 type sourceState struct {
-	// pods by UID, as last stored (with the first config.seen kept).
-	pods   map[types.UID]*v1.Pod
+	// pods are the admitted pods by UID, as last stored (with the first
+	// config.seen kept).
+	pods map[types.UID]*v1.Pod
+	// errors are the source's own errors, then its refused pods'.
 	errors []sources.ManifestError
+	// last is the source's last Update, merged again when a pod it had
+	// refused may now be admitted.
+	last sources.Update
+	// refused holds, by UID, the conflict error last logged for each pod
+	// of the source that is refused.
+	refused map[types.UID]string
 }
 
 // New returns a Merger for the given configured sources (sources.File,
 // sources.HTTP, sources.API). Updates from sources not in the list are
 // merged all the same, but AllSourcesSeen does not wait for them.
-func New(configured []string) *Merger {
+func New(configured []string, opts ...Option) *Merger {
 	c := slices.Clone(configured)
 	slices.Sort(c)
-	return &Merger{
+	m := &Merger{
 		configured: slices.Compact(c),
 		bySource:   map[string]*sourceState{},
+		owners:     map[string]owner{},
 	}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
+
+// Option configures a Merger.
+type Option func(*Merger)
+
+// WithErrorCounter calls count with the source's name once for every
+// distinct refusal a source reports (a manifest error, or a conflict): an
+// error reported again in the next Update is not counted again, one that
+// changed is. count runs on Run's goroutine and must not block.
+func WithErrorCounter(count func(source string)) Option {
+	return func(m *Merger) { m.countError = count }
 }
 
 // Run merges every Update from in and sends the resulting PodUpdates to out,
@@ -88,8 +124,9 @@ func (m *Merger) AllSourcesSeen() bool {
 }
 
 // Errors returns the manifests the sources currently refuse, from every
-// source's last Update, sorted by source and origin. The slice is the
-// caller's.
+// source's last Update, and the pods the Merger refuses because a pod of the
+// same full name came first (a *ConflictError each, with the full name as
+// Origin), sorted by source and origin. The slice is the caller's.
 func (m *Merger) Errors() []sources.ManifestError {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -103,9 +140,9 @@ func (m *Merger) Errors() []sources.ManifestError {
 	return errs
 }
 
-// Pods returns the merged set of every source's pods, sorted by source,
-// namespace, name and UID. The slice is the caller's; the pods are shared
-// and read-only.
+// Pods returns the merged set of every source's admitted pods (not those
+// refused for a conflict), sorted by source, namespace, name and UID. The
+// slice is the caller's; the pods are shared and read-only.
 func (m *Merger) Pods() []*v1.Pod {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -135,25 +172,109 @@ func (m *Merger) Pods() []*v1.Pod {
 }
 
 // merge replaces the state of u.Source with u and returns the operations
-// that lead from the old state to the new one, in the order REMOVE, ADD,
-// UPDATE, DELETE, RECONCILE, leaving out empty ones.
+// that lead from the old state to the new one: for u.Source in the order
+// REMOVE, ADD, UPDATE, DELETE, RECONCILE, leaving out empty ones, then the
+// ADDs of pods of other sources that u let in (see mergeSource).
 func (m *Merger) merge(logger klog.Logger, u sources.Update) []PodUpdate {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 
+	ops := m.mergeSource(logger, u)
+	// A pod u removed frees its name for pods of other sources refused
+	// because of it: admit them now, not at their source's next Update.
+	for _, src := range m.waiting() {
+		if src != u.Source {
+			ops = append(ops, m.mergeSource(logger, m.bySource[src].last)...)
+		}
+	}
+	return ops
+}
+
+// waiting returns, sorted, the sources with a refused pod whose name no
+// admitted pod holds.
+func (m *Merger) waiting() []string {
+	var srcs []string
+	for src, st := range m.bySource {
+		for _, p := range st.last.Pods {
+			if _, refused := st.refused[p.UID]; !refused {
+				continue
+			}
+			if _, taken := m.owners[fullName(p)]; !taken {
+				srcs = append(srcs, src)
+				break
+			}
+		}
+	}
+	slices.Sort(srcs)
+	return srcs
+}
+
+// mergeSource replaces the state of u.Source with u and returns the
+// operations that lead from the old state to the new one, in the order
+// REMOVE, ADD, UPDATE, DELETE, RECONCILE, leaving out empty ones.
+//
+// A pod is admitted only if no admitted pod has its full name: the first
+// one seen keeps running, the later one is refused, reported among the
+// source's errors as a *ConflictError and logged once. The pods the source
+// had admitted claim their names before its new ones.
+func (m *Merger) mergeSource(logger klog.Logger, u sources.Update) []PodUpdate {
 	old := m.bySource[u.Source]
 	if old == nil {
 		old = &sourceState{pods: map[types.UID]*v1.Pod{}}
 	}
-	next := &sourceState{
-		pods:   make(map[types.UID]*v1.Pod, len(u.Pods)),
-		errors: slices.Clone(u.Errors),
+	for uid, p := range old.pods {
+		if name := fullName(p); m.owners[name].source == u.Source && m.owners[name].uid == uid {
+			delete(m.owners, name)
+		}
 	}
-	byOp := map[Op][]*v1.Pod{}
+	next := &sourceState{
+		pods:    make(map[types.UID]*v1.Pod, len(u.Pods)),
+		errors:  slices.Clone(u.Errors),
+		last:    u,
+		refused: map[types.UID]string{},
+	}
+
+	pods := make([]*v1.Pod, 0, len(u.Pods))
+	uids := map[types.UID]bool{}
 	for _, p := range u.Pods {
-		if _, dup := next.pods[p.UID]; dup {
+		if uids[p.UID] {
 			logger.Error(nil, "Source sent two pods with one UID, keeping the first", "source", u.Source, "pod", klog.KObj(p), "podUID", p.UID)
 			continue
+		}
+		uids[p.UID] = true
+		pods = append(pods, p)
+	}
+	slices.SortStableFunc(pods, func(a, b *v1.Pod) int {
+		_, aOld := old.pods[a.UID]
+		_, bOld := old.pods[b.UID]
+		switch {
+		case aOld == bOld:
+			return 0
+		case aOld:
+			return -1
+		}
+		return 1
+	})
+
+	byOp := map[Op][]*v1.Pod{}
+	for _, p := range pods {
+		name := fullName(p)
+		if o, taken := m.owners[name]; taken {
+			origin := u.Origins[p.UID]
+			err := &ConflictError{Pod: name, Source: u.Source, Origin: origin, UID: p.UID, KeptSource: o.source, KeptOrigin: o.origin, KeptUID: o.uid}
+			if origin == "" {
+				origin = name
+			}
+			next.errors = append(next.errors, sources.ManifestError{Source: u.Source, Origin: origin, Err: err})
+			if msg := err.Error(); old.refused[p.UID] != msg {
+				logger.Error(err, "Refusing pod", "source", u.Source, "pod", klog.KObj(p), "podUID", p.UID)
+			}
+			next.refused[p.UID] = err.Error()
+			continue
+		}
+		m.owners[name] = owner{source: u.Source, uid: p.UID, origin: u.Origins[p.UID]}
+		if _, wasRefused := old.refused[p.UID]; wasRefused {
+			logger.Info("Admitting pod: the pod of the same name it was refused for is gone", "source", u.Source, "pod", klog.KObj(p), "podUID", p.UID)
 		}
 		prev, ok := old.pods[p.UID]
 		if !ok {
@@ -176,6 +297,7 @@ func (m *Merger) merge(logger klog.Logger, u sources.Update) []PodUpdate {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
 	})
 	m.bySource[u.Source] = next
+	m.countNewErrors(u.Source, old.errors, next.errors)
 
 	var ops []PodUpdate
 	for _, op := range []Op{REMOVE, ADD, UPDATE, DELETE, RECONCILE} {
@@ -184,6 +306,11 @@ func (m *Merger) merge(logger klog.Logger, u sources.Update) []PodUpdate {
 		}
 	}
 	return ops
+}
+
+// fullName is the name by which at most one pod runs: namespace/name.
+func fullName(p *v1.Pod) string {
+	return p.Namespace + "/" + p.Name
 }
 
 // classify says what the change from prev to next of one pod (same UID)
@@ -251,4 +378,20 @@ func keepFirstSeen(prev, next *v1.Pod) *v1.Pod {
 	}
 	next.Annotations[manifest.AnnotationConfigSeen] = first
 	return next
+}
+
+// countNewErrors counts the errors in next that were not in old.
+func (m *Merger) countNewErrors(source string, old, next []sources.ManifestError) {
+	if m.countError == nil {
+		return
+	}
+	seen := make(map[string]bool, len(old))
+	for _, e := range old {
+		seen[e.Origin+"\x00"+e.Err.Error()] = true
+	}
+	for _, e := range next {
+		if !seen[e.Origin+"\x00"+e.Err.Error()] {
+			m.countError(source)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/sources"
@@ -63,6 +64,14 @@ func deleted(at time.Time, grace int64) func(*v1.Pod) {
 		p.DeletionTimestamp = &ts
 		p.DeletionGracePeriodSeconds = &grace
 	}
+}
+
+func uid(u types.UID) func(*v1.Pod) {
+	return func(p *v1.Pod) { p.UID = u }
+}
+
+func namespace(ns string) func(*v1.Pod) {
+	return func(p *v1.Pod) { p.Namespace = ns }
 }
 
 func phase(ph v1.PodPhase) func(*v1.Pod) {
@@ -212,8 +221,60 @@ func TestMergeTransitions(t *testing.T) {
 		{
 			name:   "same UID in another source is another pod",
 			before: []sources.Update{update("file", pod("a"))},
-			next:   update("http", pod("a")),
+			next:   update("http", pod("b", uid("uid-a"))),
+			want:   []string{"ADD http: b"},
+		},
+		{
+			name:   "same name from another source is refused",
+			before: []sources.Update{update("file", pod("a"))},
+			next:   update("http", pod("a", uid("http-a")), pod("b")),
+			want:   []string{"ADD http: b"},
+		},
+		{
+			name:   "the first seen keeps its name whatever the source",
+			before: []sources.Update{update("http", pod("a", uid("http-a")))},
+			next:   update("file", pod("a")),
+		},
+		{
+			name:   "same name in another namespace is another pod",
+			before: []sources.Update{update("file", pod("a"))},
+			next:   update("http", pod("a", uid("http-a"), namespace("ops"))),
 			want:   []string{"ADD http: a"},
+		},
+		{
+			name:   "refused pod is admitted at once when the first goes away",
+			before: []sources.Update{update("file", pod("a"), pod("b")), update("http", pod("a", uid("http-a"), image("x:2")))},
+			next:   update("file", pod("b")),
+			want:   []string{"REMOVE file: a", "ADD http: a"},
+		},
+		{
+			name: "refused pod stays refused while the first runs",
+			before: []sources.Update{
+				update("file", pod("a")),
+				update("http", pod("a", uid("http-a"))),
+			},
+			next: update("file", pod("a", image("x:2"))),
+			want: []string{"UPDATE file: a"},
+		},
+		{
+			name:   "an edit of a refused pod is no op",
+			before: []sources.Update{update("file", pod("a")), update("http", pod("a", uid("http-a")))},
+			next:   update("http", pod("a", uid("http-a"), image("x:3"))),
+		},
+		{
+			name:   "refused pod leaves with its source's update",
+			before: []sources.Update{update("file", pod("a")), update("http", pod("a", uid("http-a")))},
+			next:   update("http"),
+		},
+		{
+			name:   "a source's admitted pod keeps its name over its new one",
+			before: []sources.Update{update("api", pod("a"))},
+			next:   update("api", pod("a", uid("api-a2")), pod("a")),
+		},
+		{
+			name: "two new pods of one name in one update: the first is admitted",
+			next: update("api", pod("a", uid("api-a1")), pod("a", uid("api-a2"), image("x:2"))),
+			want: []string{"ADD api: a"},
 		},
 		{
 			name: "duplicate UID in one update keeps the first",
@@ -391,5 +452,87 @@ func TestOpString(t *testing.T) {
 		if got := op.String(); got != want {
 			t.Errorf("Op(%d).String() = %q, want %q", int(op), got, want)
 		}
+	}
+}
+
+func TestConflictReportedAndLoggedOnce(t *testing.T) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	logs := logger.GetSink().(ktesting.Underlier).GetBuffer()
+	m := New([]string{"file", "http"})
+	fileErr := sources.ManifestError{Source: "file", Origin: "/m/bad.yaml", Err: errors.New("bad")}
+	m.merge(logger, sources.Update{Source: "file", Pods: []*v1.Pod{pod("web")}, Errors: []sources.ManifestError{fileErr}})
+	for range 3 { // the same refused pod, sent again and again
+		m.merge(logger, update("http", pod("web", uid("http-web")), pod("api")))
+	}
+
+	errs := m.Errors()
+	if len(errs) != 2 || errs[0] != fileErr {
+		t.Fatalf("Errors = %v, want the file error and one conflict", errs)
+	}
+	e := errs[1]
+	want := "default/web from http (UID http-web) conflicts with the same pod from file (UID uid-web); keeping the first"
+	if e.Source != "http" || e.Origin != "default/web" || !strings.HasPrefix(e.Err.Error(), want) {
+		t.Errorf("conflict = %+v (%v), want source http, origin default/web, error %q", e, e.Err, want)
+	}
+	var conflict *ConflictError
+	if !errors.As(e, &conflict) || conflict.KeptSource != "file" || conflict.UID != "http-web" {
+		t.Errorf("errors.As(*ConflictError) = %+v", conflict)
+	}
+	if n := strings.Count(logs.String(), "Refusing pod"); n != 1 {
+		t.Errorf("conflict logged %d times, want once:\n%s", n, logs.String())
+	}
+	var names []string
+	for _, p := range m.Pods() {
+		names = append(names, string(p.UID))
+	}
+	if want := []string{"uid-web", "uid-api"}; !slices.Equal(names, want) {
+		t.Errorf("Pods = %q, want %q (the refused pod is not merged)", names, want)
+	}
+
+	// The first goes away: the refused one runs, and its error is gone.
+	ops := m.merge(logger, update("file"))
+	if got, want := describe(ops), []string{"REMOVE file: web", "ADD http: web"}; !slices.Equal(got, want) {
+		t.Fatalf("ops = %q, want %q", got, want)
+	}
+	if errs := m.Errors(); len(errs) != 0 {
+		t.Errorf("Errors = %v after the conflict ended, want none", errs)
+	}
+	if !strings.Contains(logs.String(), "Admitting pod") {
+		t.Errorf("admission not logged:\n%s", logs.String())
+	}
+
+	// The file pod comes back: now it is the later one.
+	m.merge(logger, update("file", pod("web")))
+	if errs := m.Errors(); len(errs) != 1 || errs[0].Source != "file" || !strings.Contains(errs[0].Err.Error(), "from file (UID uid-web) conflicts with the same pod from http") {
+		t.Errorf("Errors = %v, want the file pod refused", errs)
+	}
+}
+
+func TestConflictNamesBothOrigins(t *testing.T) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig())
+	var counted []string
+	m := New([]string{"file", "http"}, WithErrorCounter(func(source string) { counted = append(counted, source) }))
+	web := pod("web")
+	m.merge(logger, sources.Update{Source: "file", Pods: []*v1.Pod{web}, Origins: map[types.UID]string{web.UID: "/etc/kubernetes/manifests/web.yaml"}})
+	other := pod("web", uid("http-web"))
+	for range 2 { // the same refusal twice counts once
+		m.merge(logger, sources.Update{Source: "http", Pods: []*v1.Pod{other}, Origins: map[types.UID]string{other.UID: "http://10.0.0.1/pods"}})
+	}
+	errs := m.Errors()
+	if len(errs) != 1 {
+		t.Fatalf("Errors = %v, want one conflict", errs)
+	}
+	want := "default/web from http http://10.0.0.1/pods conflicts with the same pod from file /etc/kubernetes/manifests/web.yaml; keeping the first"
+	if errs[0].Origin != "http://10.0.0.1/pods" || !strings.HasPrefix(errs[0].Err.Error(), want) {
+		t.Errorf("conflict = %q at %q, want %q at the URL", errs[0].Err, errs[0].Origin, want)
+	}
+	if !slices.Equal(counted, []string{"http"}) {
+		t.Errorf("errors counted %v, want one for http", counted)
+	}
+	// A new error of the file source counts for it.
+	bad := sources.ManifestError{Source: "file", Origin: "/m/bad.yaml", Err: errors.New("bad")}
+	m.merge(logger, sources.Update{Source: "file", Pods: []*v1.Pod{web}, Origins: map[types.UID]string{web.UID: "/etc/kubernetes/manifests/web.yaml"}, Errors: []sources.ManifestError{bad}})
+	if !slices.Equal(counted, []string{"http", "file"}) {
+		t.Errorf("errors counted %v, want http then file", counted)
 	}
 }
