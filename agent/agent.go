@@ -17,8 +17,10 @@ import (
 	"github.com/minikubelet/minikubelet/agent/server"
 	"github.com/minikubelet/minikubelet/agent/sources"
 	"github.com/minikubelet/minikubelet/agent/sources/file"
+	httpsource "github.com/minikubelet/minikubelet/agent/sources/http"
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/internal/cri"
+	"github.com/minikubelet/minikubelet/internal/metrics"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
 )
@@ -42,9 +44,10 @@ type Agent struct {
 	nodeName string
 	hostIP   string
 
-	pods   *podManager
-	merger *podconfig.Merger
-	cache  *pleg.Cache
+	metrics *metrics.Metrics
+	pods    *podManager
+	merger  *podconfig.Merger
+	cache   *pleg.Cache
 	// workers is set by Run before the syncLoop starts and used only by
 	// Run's goroutine.
 	workers *podworkers.Workers
@@ -80,14 +83,18 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	m := metrics.New()
 	return &Agent{
 		cfg:      cfg,
 		clock:    deps.Clock,
 		nodeName: nodeName,
 		hostIP:   ip,
+		metrics:  m,
 		pods:     newPodManager(),
-		merger:   podconfig.New([]string{sources.File}),
-		cache:    pleg.NewCache(),
+		merger: podconfig.New(configuredSources(cfg), podconfig.WithErrorCounter(func(source string) {
+			m.ManifestErrors.WithLabelValues(source).Inc()
+		})),
+		cache: pleg.NewCache(),
 	}, nil
 }
 
@@ -109,6 +116,8 @@ func (a *Agent) Run(ctx context.Context) error {
 			{Name: "pleg", Check: a.plegHealthy},
 			{Name: "syncloop", Check: a.syncLoopHealthy},
 		},
+		ManifestErrors: a.merger,
+		Metrics:        a.metrics.Handler(),
 	})
 	if err != nil {
 		return err
@@ -143,6 +152,19 @@ func (a *Agent) Run(ctx context.Context) error {
 		Clock:          a.clock,
 	})
 	goRun(func(ctx context.Context) { fileSource.Run(ctx, sourceUpdates) })
+	if a.cfg.ManifestURL != "" {
+		urlSource, err := httpsource.New(httpsource.Config{
+			URL:            a.cfg.ManifestURL,
+			Header:         a.cfg.ManifestURLHeader,
+			CheckFrequency: a.cfg.HTTPCheckFrequency,
+			NodeName:       a.nodeName,
+			Clock:          a.clock,
+		})
+		if err != nil {
+			return err
+		}
+		goRun(func(ctx context.Context) { urlSource.Run(ctx, sourceUpdates) })
+	}
 	goRun(func(ctx context.Context) { a.merger.Run(ctx, sourceUpdates, podUpdates) })
 
 	clients, err := cri.Connect(ctx, a.clock, a.cfg.RuntimeEndpoint, a.cfg.RuntimeRequestTimeout)
@@ -197,6 +219,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.syncLoop(ctx, podUpdates, generic.Watch(), probeResults)
 	logger.Info("Stopping minikubelet; pods keep running")
 	return nil
+}
+
+// configuredSources are the sources the merge waits for before the agent
+// may delete anything.
+func configuredSources(cfg Config) []string {
+	out := []string{sources.File}
+	if cfg.ManifestURL != "" {
+		out = append(out, sources.HTTP)
+	}
+	return out
 }
 
 // PodsWithStatus returns the node's pods with their current status, for

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"time"
 )
@@ -14,6 +17,9 @@ import (
 type Config struct {
 	PodManifestPath       string
 	FileCheckFrequency    time.Duration
+	ManifestURL           string
+	ManifestURLHeader     http.Header
+	HTTPCheckFrequency    time.Duration
 	SyncFrequency         time.Duration
 	RuntimeEndpoint       string
 	RuntimeRequestTimeout time.Duration
@@ -35,6 +41,7 @@ func DefaultConfig() Config {
 	return Config{
 		PodManifestPath:           "/etc/kubernetes/manifests",
 		FileCheckFrequency:        20 * time.Second,
+		HTTPCheckFrequency:        20 * time.Second,
 		SyncFrequency:             time.Minute,
 		RuntimeEndpoint:           "unix:///run/containerd/containerd.sock",
 		RuntimeRequestTimeout:     2 * time.Minute,
@@ -54,6 +61,9 @@ func DefaultConfig() Config {
 func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PodManifestPath, "pod-manifest-path", c.PodManifestPath, "Directory of static pod manifests: every *.yaml, *.yml and *.json file in it holds one v1 Pod, run on this node. Dot files and editor temp files are ignored.")
 	fs.DurationVar(&c.FileCheckFrequency, "file-check-frequency", c.FileCheckFrequency, "How often the manifest directory is rescanned in full, as a safety net behind the filesystem notifications that are normally seen within a second.")
+	fs.StringVar(&c.ManifestURL, "manifest-url", c.ManifestURL, "URL of more static pods: the body is one v1 Pod or a v1 PodList, JSON or YAML, fetched every --http-check-frequency. On an error the last good set of pods keeps running.")
+	fs.Var((*headerFlag)(&c.ManifestURLHeader), "manifest-url-header", "HTTP headers for --manifest-url, as 'Key:Value' pairs separated by commas; may be repeated, e.g. --manifest-url-header 'Authorization:Bearer x,X-Node:n1'.")
+	fs.DurationVar(&c.HTTPCheckFrequency, "http-check-frequency", c.HTTPCheckFrequency, "How often --manifest-url is fetched.")
 	fs.DurationVar(&c.SyncFrequency, "sync-frequency", c.SyncFrequency, "How often each running pod is synced against the runtime even when nothing changed (with up to 50% jitter).")
 	fs.StringVar(&c.RuntimeEndpoint, "container-runtime-endpoint", c.RuntimeEndpoint, "The CRI endpoint of the container runtime, e.g. unix:///run/containerd/containerd.sock. The agent waits for it when it is not up yet.")
 	fs.DurationVar(&c.RuntimeRequestTimeout, "runtime-request-timeout", c.RuntimeRequestTimeout, "Timeout of every CRI request except long-running ones (image pulls, stops, which add their own time).")
@@ -77,6 +87,7 @@ func (c *Config) Validate() error {
 		d    time.Duration
 	}{
 		{"file-check-frequency", c.FileCheckFrequency},
+		{"http-check-frequency", c.HTTPCheckFrequency},
 		{"sync-frequency", c.SyncFrequency},
 		{"runtime-request-timeout", c.RuntimeRequestTimeout},
 		{"pleg-relist-period", c.PLEGRelistPeriod},
@@ -103,7 +114,45 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--%s: must not be empty", d.flag))
 		}
 	}
+	if c.ManifestURL != "" {
+		if u, err := url.Parse(c.ManifestURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--manifest-url: %q must be an http:// or https:// URL", c.ManifestURL))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// headerFlag is a repeatable flag of comma-separated Key:Value pairs, as the
+// kubelet's --manifest-url-header.
+type headerFlag http.Header
+
+func (h *headerFlag) String() string {
+	if h == nil || *h == nil {
+		return ""
+	}
+	var pairs []string
+	for k, vs := range *h {
+		for _, v := range vs {
+			pairs = append(pairs, k+":"+v)
+		}
+	}
+	sort.Strings(pairs)
+	return strings.Join(pairs, ",")
+}
+
+func (h *headerFlag) Set(s string) error {
+	if *h == nil {
+		*h = headerFlag{}
+	}
+	for _, pair := range strings.Split(s, ",") {
+		key, value, ok := strings.Cut(pair, ":")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" {
+			return fmt.Errorf("%q is not Key:Value", pair)
+		}
+		http.Header(*h).Add(key, strings.TrimSpace(value))
+	}
+	return nil
 }
 
 // nodeName is --hostname-override or the host's name, lowercased as the

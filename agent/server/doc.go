@@ -1,7 +1,9 @@
 // Package server serves the agent's HTTP endpoints on the kubelet's ports
-// and paths: the read-only port (default 10255) with /pods and /healthz, and
-// the healthz port (default 10248) with /healthz.
+// and paths: the read-only port (default 10255) with /pods, /healthz,
+// /metrics and /manifests/errors (the manifests refused right now, as
+// JSON), and the healthz port (default 10248) with /healthz.
 //
-// Data enters through the interfaces in Config (the pods and their statuses,
-// the health checks) and leaves as JSON in the Kubernetes API's shapes.
+// Data enters through the interfaces in Config (the pods and their
+// statuses, the health checks, the refused manifests, the metrics) and
+// leaves as JSON in the Kubernetes API's shapes or Prometheus text.
 package server

@@ -12,11 +12,18 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/minikubelet/minikubelet/agent/sources"
 )
 
 // podLister lists the pods the node runs, with their current status.
 type podLister interface {
 	PodsWithStatus() []*v1.Pod
+}
+
+// manifestErrors lists the manifests the sources refuse right now.
+type manifestErrors interface {
+	Errors() []sources.ManifestError
 }
 
 // Check is one named health check; Check returns nil when healthy.
@@ -36,6 +43,10 @@ type Config struct {
 	HealthzPort    int
 	Pods           podLister
 	Checks         []Check
+	// ManifestErrors backs /manifests/errors.
+	ManifestErrors manifestErrors
+	// Metrics serves /metrics.
+	Metrics http.Handler
 }
 
 // Server serves the endpoints.
@@ -80,6 +91,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	readOnly := http.NewServeMux()
 	readOnly.HandleFunc("GET /pods", s.pods)
 	readOnly.HandleFunc("GET /healthz", s.healthz)
+	readOnly.HandleFunc("GET /manifests/errors", s.manifestErrors)
+	if s.cfg.Metrics != nil {
+		readOnly.Handle("GET /metrics", s.cfg.Metrics)
+	}
 	healthz := http.NewServeMux()
 	healthz.HandleFunc("GET /healthz", s.healthz)
 
@@ -122,6 +137,26 @@ func (s *Server) pods(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(&list)
+}
+
+// manifestError is one refused manifest on /manifests/errors.
+type manifestError struct {
+	Source string `json:"source"`
+	Origin string `json:"origin"`
+	Error  string `json:"error"`
+}
+
+func (s *Server) manifestErrors(w http.ResponseWriter, _ *http.Request) {
+	out := struct {
+		Errors []manifestError `json:"errors"`
+	}{Errors: []manifestError{}}
+	if s.cfg.ManifestErrors != nil {
+		for _, e := range s.cfg.ManifestErrors.Errors() {
+			out.Errors = append(out.Errors, manifestError{Source: e.Source, Origin: e.Origin, Error: e.Err.Error()})
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(&out)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
