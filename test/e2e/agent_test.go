@@ -47,6 +47,20 @@ type agent struct {
 // test failed.
 func startAgent(t *testing.T, rt *ctrdtest.Containerd, extraArgs ...string) *agent {
 	t.Helper()
+	return startAgentWith(t, rt, agentOptions{args: extraArgs})
+}
+
+// agentOptions vary how startAgentWith starts the agent.
+type agentOptions struct {
+	// args are more flags; later flags override earlier ones.
+	args []string
+	// missingManifestDir starts the agent before its manifest directory
+	// exists.
+	missingManifestDir bool
+}
+
+func startAgentWith(t *testing.T, rt *ctrdtest.Containerd, opts agentOptions) *agent {
+	t.Helper()
 	dir := t.TempDir()
 	sum := sha256.Sum256([]byte(t.Name()))
 	a := &agent{
@@ -62,8 +76,10 @@ func startAgent(t *testing.T, rt *ctrdtest.Containerd, extraArgs ...string) *age
 		exited:   make(chan struct{}),
 		client:   &http.Client{Timeout: 5 * time.Second},
 	}
-	if err := os.MkdirAll(a.manifest, 0o755); err != nil {
-		t.Fatal(err)
+	if !opts.missingManifestDir {
+		if err := os.MkdirAll(a.manifest, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	args := append([]string{
 		"--pod-manifest-path", a.manifest,
@@ -75,7 +91,7 @@ func startAgent(t *testing.T, rt *ctrdtest.Containerd, extraArgs ...string) *age
 		"--healthz-port", strconv.Itoa(a.healthz),
 		"--file-check-frequency", "20s",
 		"-v", "3",
-	}, extraArgs...)
+	}, opts.args...)
 	logFile, err := os.Create(a.logPath)
 	if err != nil {
 		t.Fatal(err)
