@@ -110,7 +110,7 @@ func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, min time.Time) 
 	for {
 		c.mu.Lock()
 		e := c.get(uid)
-		if !e.modified.Before(min) {
+		if c.observed(uid) && !e.modified.Before(min) {
 			c.mu.Unlock()
 			return e.status, e.err
 		}
@@ -140,6 +140,16 @@ func (c *Cache) get(uid types.UID) cacheEntry {
 	return out
 }
 
+// observed reports whether the runtime has been looked at for uid at all:
+// a status was stored for it, or a relist completed. Before that, an empty
+// status means nothing (the runtime may hold the pod), so GetNewerThan
+// waits: an agent restarted while its pods run must see them before it
+// syncs, or it would start them twice. c.mu must be held.
+func (c *Cache) observed(uid types.UID) bool {
+	_, ok := c.pods[uid]
+	return ok || !c.global.IsZero()
+}
+
 // notify wakes the waiters of uid whose time has come. c.mu must be held.
 func (c *Cache) notify(uid types.UID) {
 	ws := c.waiters[uid]
@@ -149,7 +159,7 @@ func (c *Cache) notify(uid types.UID) {
 	e := c.get(uid)
 	kept := ws[:0]
 	for _, w := range ws {
-		if e.modified.Before(w.min) {
+		if !c.observed(uid) || e.modified.Before(w.min) {
 			kept = append(kept, w)
 			continue
 		}

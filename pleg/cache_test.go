@@ -372,3 +372,28 @@ func TestCacheForget(t *testing.T) {
 	cancel()
 	receive(t, ch)
 }
+
+// Before the first relist, a pod the cache knows nothing of may well run:
+// GetNewerThan(zero) must wait for the runtime to be observed.
+func TestCacheGetNewerThanWaitsForFirstObservation(t *testing.T) {
+	c := NewCache()
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.GetNewerThan(context.Background(), "pod", time.Time{})
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("GetNewerThan(zero) returned (%v) before the runtime was observed", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	c.UpdateTime(time.Unix(1, 0))
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("GetNewerThan not woken by the first relist")
+	}
+}

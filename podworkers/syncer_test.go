@@ -126,6 +126,7 @@ func newSyncer(t *testing.T) *syncerFixture {
 		logs:   t.TempDir(),
 		ctx:    ctx,
 	}
+	f.cache.UpdateTime(t0.Add(-time.Second)) // as if a relist had run
 	f.s = NewSyncer(SyncerConfig{
 		Runtime:        f.rt,
 		Images:         f.img,

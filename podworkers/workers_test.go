@@ -197,6 +197,9 @@ func newWorkers(t *testing.T, resync time.Duration) *workersFixture {
 		cache:  pleg.NewCache(),
 		clock:  testingclock.NewFakeClock(t0),
 	}
+	// The runtime was observed (a relist ran) just before the test starts;
+	// until then GetNewerThan would wait.
+	f.cache.UpdateTime(t0.Add(-time.Second))
 	f.w = New(Config{Syncer: f.syncer, Cache: f.cache, Clock: f.clock, ResyncInterval: resync})
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
