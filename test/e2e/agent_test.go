@@ -38,6 +38,7 @@ type agent struct {
 	healthz  int
 	cmd      *exec.Cmd
 	logPath  string
+	args     []string
 	exited   chan struct{}
 	client   *http.Client
 }
@@ -73,7 +74,6 @@ func startAgentWith(t *testing.T, rt *ctrdtest.Containerd, opts agentOptions) *a
 		port:     freePort(t),
 		healthz:  freePort(t),
 		logPath:  filepath.Join(dir, "minikubelet.log"),
-		exited:   make(chan struct{}),
 		client:   &http.Client{Timeout: 5 * time.Second},
 	}
 	if !opts.missingManifestDir {
@@ -92,26 +92,57 @@ func startAgentWith(t *testing.T, rt *ctrdtest.Containerd, opts agentOptions) *a
 		"--file-check-frequency", "20s",
 		"-v", "3",
 	}, opts.args...)
-	logFile, err := os.Create(a.logPath)
+	a.args = args
+	a.launch()
+	t.Cleanup(a.cleanup)
+	a.waitHealthy()
+	return a
+}
+
+// launch starts the agent process, appending to its log.
+func (a *agent) launch() {
+	a.t.Helper()
+	logFile, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		t.Fatal(err)
+		a.t.Fatal(err)
 	}
-	a.cmd = exec.Command(env.binary, args...)
+	a.exited = make(chan struct{})
+	a.cmd = exec.Command(env.binary, a.args...)
 	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
 	if err := a.cmd.Start(); err != nil {
-		t.Fatalf("start minikubelet: %v", err)
+		a.t.Fatalf("start minikubelet: %v", err)
 	}
+	exited := a.exited
 	go func() {
 		_ = a.cmd.Wait()
 		logFile.Close()
-		close(a.exited)
+		close(exited)
 	}()
-	t.Cleanup(a.cleanup)
-	waitFor(t, 30*time.Second, "agent healthy", func() (bool, string) {
+}
+
+func (a *agent) waitHealthy() {
+	a.t.Helper()
+	waitFor(a.t, 30*time.Second, "agent healthy", func() (bool, string) {
 		body, code, err := a.get(a.healthz, "/healthz")
 		return err == nil && code == 200, fmt.Sprintf("code %d body %q err %v", code, body, err)
 	})
-	return a
+}
+
+// kill SIGKILLs the agent, as a crash or the OOM killer would, leaving
+// its pods running.
+func (a *agent) kill() {
+	a.t.Helper()
+	if err := a.cmd.Process.Kill(); err != nil {
+		a.t.Fatal(err)
+	}
+	<-a.exited
+}
+
+// restart starts the agent again with the same flags and directories.
+func (a *agent) restart() {
+	a.t.Helper()
+	a.launch()
+	a.waitHealthy()
 }
 
 func (a *agent) cleanup() {

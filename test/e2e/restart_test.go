@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/test/ctrdtest"
+)
+
+// An agent killed with SIGKILL and started again finds its pods running
+// and adopts them: no container is restarted or started twice. A pod whose
+// source is slow to answer after the restart (its URL fails) is not torn
+// down meanwhile, and is adopted once the source answers.
+func TestRestartAdoptsPodsAndWaitsForSlowSource(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
+		srv := newManifestServer(t)
+		srv.set(200, sleeperPod("from-url"))
+		a := startAgentWith(t, rt, agentOptions{args: []string{"--manifest-url", srv.URL, "--http-check-frequency", "1s"}})
+		a.writeManifest("from-file.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: from-file
+spec:
+  containers:
+  - name: a
+    image: %[1]s
+    command: ["sleep", "3600"]
+  - name: b
+    image: %[1]s
+    command: ["sleep", "3600"]
+`, env.busybox))
+		fileBefore := a.waitRunning("from-file", 60*time.Second)
+		urlBefore := a.waitRunning("from-url", 60*time.Second)
+		ctx := context.Background()
+		_, containersBefore, err := runtimePods(ctx, rt, a.node)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		a.kill()
+		srv.set(503, "not now")
+		a.restart()
+
+		fileAfter := a.waitRunning("from-file", 30*time.Second)
+		for _, name := range []string{"a", "b"} {
+			before, after := containerStatus(fileBefore, name), containerStatus(fileAfter, name)
+			if after.ContainerID != before.ContainerID || after.RestartCount != 0 {
+				t.Errorf("container %s: %s (restarts %d) after the restart, was %s: want it adopted", name, after.ContainerID, after.RestartCount, before.ContainerID)
+			}
+		}
+		if fileAfter.UID != fileBefore.UID {
+			t.Errorf("UID changed across the restart: %s -> %s", fileBefore.UID, fileAfter.UID)
+		}
+
+		// The URL fails: its pod is unknown to the agent for now, and must
+		// be left running.
+		waitFor(t, 10*time.Second, "the URL's failure reported", func() (bool, string) {
+			for _, e := range a.manifestErrors() {
+				if e["source"] == "http" && strings.Contains(e["error"], "503") {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprint(a.manifestErrors())
+		})
+		urlID := strings.TrimPrefix(containerStatus(urlBefore, "main").ContainerID, "containerd://")
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			resp, err := rt.Runtime().ContainerStatus(ctx, urlID, false)
+			if err != nil || resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+				t.Fatalf("the pod of a slow source was touched while the source failed: %v %v", resp.GetStatus().GetState(), err)
+			}
+		}
+
+		srv.set(200, sleeperPod("from-url"))
+		urlAfter := a.waitRunning("from-url", 30*time.Second)
+		if got := containerStatus(urlAfter, "main"); got.ContainerID != "containerd://"+urlID || got.RestartCount != 0 {
+			t.Errorf("URL pod's container %s (restarts %d) after its source came back, want %s adopted", got.ContainerID, got.RestartCount, urlID)
+		}
+
+		// The runtime's own list: the same containers, none twice.
+		_, containersAfter, err := runtimePods(ctx, rt, a.node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := func(cs []*runtimeapi.Container) map[string]bool {
+			m := map[string]bool{}
+			for _, c := range cs {
+				m[c.Id] = true
+			}
+			return m
+		}
+		before, after := ids(containersBefore), ids(containersAfter)
+		if len(before) != len(after) {
+			t.Errorf("runtime holds %d containers after the restart, %d before", len(after), len(before))
+		}
+		for id := range before {
+			if !after[id] {
+				t.Errorf("container %s gone after the restart", id)
+			}
+		}
+	})
+}
