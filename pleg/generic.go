@@ -128,7 +128,7 @@ func (g *Generic) Relist(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
-	current := group(sandboxes, containers)
+	current, objects := group(sandboxes, containers)
 
 	logger := klog.FromContext(ctx)
 	uids := union(g.records, current)
@@ -140,7 +140,13 @@ func (g *Generic) Relist(ctx context.Context) error {
 		if len(events) == 0 && !g.reinspect[uid] {
 			continue
 		}
-		status, err := kubecontainer.GetPodStatus(ctx, g.cfg.Runtime, uid, ts)
+		// Only what changed since the cached status costs a status call.
+		prev, _ := g.cfg.Cache.Get(uid)
+		objs := objects[uid]
+		if objs == nil {
+			objs = &podObjects{} // the pod is gone from the runtime
+		}
+		status, err := kubecontainer.InspectPod(ctx, g.cfg.Runtime, uid, objs.sandboxes, objs.containers, prev, ts)
 		if err != nil {
 			logger.V(2).Info("Reading pod status failed; will retry at next relist", "podUID", uid, "err", err)
 			g.reinspect[uid] = true
@@ -175,9 +181,25 @@ func (g *Generic) send(e *Event) {
 	}
 }
 
-// group indexes the runtime's objects that carry a pod UID label.
-func group(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) map[types.UID]podRecord {
+// podObjects are the sandboxes and containers a relist listed for one pod.
+type podObjects struct {
+	sandboxes  []*runtimeapi.PodSandbox
+	containers []*runtimeapi.Container
+}
+
+// group indexes the runtime's objects that carry a pod UID label: their
+// states for the diff, and the objects themselves for InspectPod.
+func group(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) (map[types.UID]podRecord, map[types.UID]*podObjects) {
 	out := make(map[types.UID]podRecord)
+	objects := make(map[types.UID]*podObjects)
+	obj := func(uid types.UID) *podObjects {
+		o, ok := objects[uid]
+		if !ok {
+			o = &podObjects{}
+			objects[uid] = o
+		}
+		return o
+	}
 	rec := func(uid types.UID) podRecord {
 		r, ok := out[uid]
 		if !ok {
@@ -189,14 +211,16 @@ func group(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Containe
 	for _, sb := range sandboxes {
 		if uid := kubecontainer.PodUIDFromLabels(sb.Labels); uid != "" {
 			rec(uid)[sb.Id] = sandboxState(sb.State)
+			obj(uid).sandboxes = append(obj(uid).sandboxes, sb)
 		}
 	}
 	for _, c := range containers {
 		if uid := kubecontainer.PodUIDFromLabels(c.Labels); uid != "" {
 			rec(uid)[c.Id] = containerState(c.State)
+			obj(uid).containers = append(obj(uid).containers, c)
 		}
 	}
-	return out
+	return out, objects
 }
 
 func union(a, b map[types.UID]podRecord) map[types.UID]struct{} {

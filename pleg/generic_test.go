@@ -449,14 +449,11 @@ func TestRelistStatusErrorKeepsEvents(t *testing.T) {
 	}
 }
 
-// A pod whose last objects vanished in the relist that failed to read its
-// status is in neither the old nor the new records, so nothing reads it
-// again: its cache entry keeps the error for good, and since UpdateTime makes
-// it "current", every GetNewerThan for the pod returns that error. A pod
-// re-added with the same UID (static pod UIDs are stable, DESIGN.md rule 7)
-// then never syncs: its worker's every sync fails on the cache read, and
-// housekeeping's Forget skips pods a worker knows.
-func TestRelistStatusErrorForVanishedPodIsRetried(t *testing.T) {
+// A pod whose last objects vanished is read from the relist's own lists
+// (no status call that could fail): its cache entry becomes an empty status
+// without error, so a pod re-added with the same UID (static pod UIDs are
+// stable, DESIGN.md rule 7) syncs against "nothing runs".
+func TestRelistVanishedPodNeedsNoStatusRead(t *testing.T) {
 	f := newPLEG(0)
 	world{
 		[]*critest.FakePodSandbox{sandbox("sb1", "p", sbNotReady)},
@@ -466,14 +463,8 @@ func TestRelistStatusErrorForVanishedPodIsRetried(t *testing.T) {
 	f.drain()
 
 	world{}.install(f.rt)
-	f.rt.InjectError("ListPodSandbox", nil)                     // the relist's own list
-	f.rt.InjectError("ListPodSandbox", errors.New("transient")) // GetPodStatus's
-	f.clock.Step(time.Second)
-	f.relist(t)
-	if _, err := f.cache.Get("p"); err == nil {
-		t.Fatal("setup: the status read did not fail")
-	}
-
+	f.rt.InjectError("PodSandboxStatus", errors.New("transient"))
+	f.rt.InjectError("ContainerStatus", errors.New("transient"))
 	f.clock.Step(time.Second)
 	ts := f.clock.Now()
 	f.relist(t)
@@ -481,7 +472,7 @@ func TestRelistStatusErrorForVanishedPodIsRetried(t *testing.T) {
 	defer cancel()
 	st, err := f.cache.GetNewerThan(ctx, "p", ts)
 	if err != nil {
-		t.Errorf("GetNewerThan after a successful relist = %v; the failed read is never retried", err)
+		t.Errorf("GetNewerThan after the pod vanished = %v, want no error", err)
 	} else if len(st.Sandboxes) != 0 || len(st.Containers) != 0 {
 		t.Errorf("status = %+v, want empty", st)
 	}
@@ -564,5 +555,41 @@ func TestRunRelistsEveryPeriod(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return after cancel")
+	}
+}
+
+// In a pod where one container changed, only that container's status is
+// read; the unchanged container and sandbox come from the cache, and no
+// further list call is made.
+func TestRelistReadsOnlyWhatChanged(t *testing.T) {
+	f := newPLEG(0)
+	world{
+		[]*critest.FakePodSandbox{sandbox("sb1", "p", sbReady)},
+		[]*critest.FakeContainer{container("c1", "sb1", "p", cRunning), container("c2", "sb1", "p", cRunning)},
+	}.install(f.rt)
+	f.relist(t)
+	f.drain()
+
+	world{
+		[]*critest.FakePodSandbox{sandbox("sb1", "p", sbReady)},
+		[]*critest.FakeContainer{container("c1", "sb1", "p", cRunning), container("c2", "sb1", "p", cExited)},
+	}.install(f.rt)
+	f.resetCalls()
+	f.clock.Step(time.Second)
+	f.relist(t)
+	if got, want := eventStrings(f.drain()), []string{"p/ContainerDied/c2"}; !slices.Equal(got, want) {
+		t.Errorf("events = %v, want %v", got, want)
+	}
+	if err := f.rt.AssertCalls([]string{"ListPodSandbox", "ListContainers", "ContainerStatus"}); err != nil {
+		t.Error(err)
+	}
+	st, _ := f.cache.Get("p")
+	if len(st.Containers) != 2 || len(st.Sandboxes) != 1 {
+		t.Fatalf("cached status = %+v, want both containers and the sandbox", st)
+	}
+	for _, c := range st.Containers {
+		if want := map[string]runtimeapi.ContainerState{"c1": cRunning, "c2": cExited}[c.ID]; c.State != want {
+			t.Errorf("container %s state %v, want %v", c.ID, c.State, want)
+		}
 	}
 }

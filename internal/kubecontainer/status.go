@@ -85,16 +85,34 @@ type Lister interface {
 }
 
 // GetPodStatus asks the runtime for everything it holds of the pod with uid.
-// The returned status's TimeStamp is taken before the first call. A sandbox
-// or container removed between the list and the status call is skipped.
+// The returned status's TimeStamp is now, which must be taken before the
+// first call. A sandbox or container removed between the list and the
+// status call is skipped.
 func GetPodStatus(ctx context.Context, rt Lister, uid types.UID, now time.Time) (*PodStatus, error) {
-	st := &PodStatus{ID: uid, TimeStamp: now}
 	uidFilter := map[string]string{LabelPodUID: string(uid)}
 	sandboxes, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: uidFilter})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
 	}
+	containers, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: uidFilter})
+	if err != nil {
+		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
+	}
+	return InspectPod(ctx, rt, uid, sandboxes, containers, nil, now)
+}
+
+// InspectPod builds the status of the pod with uid from the sandboxes and
+// containers a list call returned for it, taken at now. It asks the runtime
+// for the status of an object only when prev does not already hold it in
+// the state the list shows, so that a relist costs no status call for what
+// did not change. prev may be nil.
+func InspectPod(ctx context.Context, rt Lister, uid types.UID, sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, prev *PodStatus, now time.Time) (*PodStatus, error) {
+	st := &PodStatus{ID: uid, TimeStamp: now}
 	for _, sb := range sandboxes {
+		if old := prev.sandbox(sb.Id); old != nil && old.State == sb.State {
+			st.Sandboxes = append(st.Sandboxes, old)
+			continue
+		}
 		resp, err := rt.PodSandboxStatus(ctx, sb.Id, false)
 		if err != nil {
 			if IsNotFound(err) {
@@ -112,11 +130,11 @@ func GetPodStatus(ctx context.Context, rt Lister, uid types.UID, now time.Time) 
 		st.Name, st.Namespace = md.GetName(), md.GetNamespace()
 		st.IPs = SandboxIPs(st.Sandboxes[0])
 	}
-	containers, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: uidFilter})
-	if err != nil {
-		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
-	}
 	for _, c := range containers {
+		if old := prev.container(c.Id); old != nil && old.State == c.State {
+			st.Containers = append(st.Containers, old)
+			continue
+		}
 		resp, err := rt.ContainerStatus(ctx, c.Id, false)
 		if err != nil {
 			if IsNotFound(err) {
@@ -130,6 +148,30 @@ func GetPodStatus(ctx context.Context, rt Lister, uid types.UID, now time.Time) 
 		return st.Containers[i].CreatedAt.After(st.Containers[j].CreatedAt)
 	})
 	return st, nil
+}
+
+func (s *PodStatus) sandbox(id string) *runtimeapi.PodSandboxStatus {
+	if s == nil {
+		return nil
+	}
+	for _, sb := range s.Sandboxes {
+		if sb.Id == id {
+			return sb
+		}
+	}
+	return nil
+}
+
+func (s *PodStatus) container(id string) *ContainerStatus {
+	if s == nil {
+		return nil
+	}
+	for _, c := range s.Containers {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
 }
 
 // SandboxIPs returns a ready sandbox's IPs, primary first.
