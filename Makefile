@@ -6,7 +6,7 @@ LDFLAGS := -X github.com/minikubelet/minikubelet/internal/version.Version=$(VERS
 export MINIKUBELET_CACHE ?= /var/cache/minikubelet
 GOLANGCI_LINT_VERSION := v2.15.0
 
-.PHONY: all build prepare run test unit lint bench clean
+.PHONY: all build prepare run test unit lint bench fuzz clean
 all: build
 
 build: ## bin/minikubelet and the test bed's tools
@@ -30,6 +30,9 @@ lint: ## golangci-lint v2 with .golangci.yml
 
 bench: prepare build ## pod start latency against the raw CRI calls, on containerd 2.x
 	bash test/scripts/bench.sh
+
+fuzz: ## the fuzz targets, 60s each (not part of make test)
+	$(GO) test -run='^$$' -fuzz=FuzzLoad -fuzztime=60s ./agent/manifest/
 
 clean:
 	rm -rf bin

@@ -26,4 +26,8 @@ cleanup() {
 trap cleanup EXIT
 
 "$GO" vet ./...
-"$GO" test -race -count=1 -timeout 25m ./... "$@"
+"$GO" build -o "$REPO/bin/testsum" ./test/testsum
+# go test's per-package lines, failed tests' output, and a closing line
+# saying what ran: "N passed, N failed, N skipped".
+set -o pipefail
+"$GO" test -json -race -count=1 -timeout 25m ./... "$@" 2>&1 | "$REPO/bin/testsum"
