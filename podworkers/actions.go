@@ -27,6 +27,9 @@ type podActions struct {
 	ContainersToKill map[string]containerToKill
 	// ContainersToRemove are dead containers no status needs any more.
 	ContainersToRemove []string
+	// ContainersToReplace never ran (or are in an unknown state) and must
+	// be gone before their replacements are created.
+	ContainersToReplace []string
 	// SandboxesToRemove are dead sandboxes other than the newest.
 	SandboxesToRemove []string
 	// Waiting are containers held back, and why.
@@ -46,7 +49,7 @@ type containerToKill struct {
 }
 
 func (a *podActions) changesRuntime() bool {
-	return a.KillPod || a.CreateSandbox || len(a.ContainersToStart) > 0 || len(a.ContainersToKill) > 0 ||
+	return a.KillPod || a.CreateSandbox || len(a.ContainersToStart) > 0 || len(a.ContainersToKill) > 0 || len(a.ContainersToReplace) > 0 ||
 		len(a.ContainersToRemove) > 0 || len(a.SandboxesToRemove) > 0
 }
 
@@ -120,6 +123,17 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 				a.ContainersToKill[cs.ID] = containerToKill{Name: c.Name, Reason: "spec changed"}
 				a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
 			}
+		case cs.State != runtimeapi.ContainerState_CONTAINER_EXITED:
+			// Created but never started (the agent died between create
+			// and start, or the start failed), or in an unknown state:
+			// it goes before its replacement is created, so that never
+			// two containers of one name are alive. An unknown one may
+			// run: stop it first.
+			if cs.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+				a.ContainersToKill[cs.ID] = containerToKill{Name: c.Name, Reason: "unknown state"}
+			}
+			a.ContainersToReplace = append(a.ContainersToReplace, cs.ID)
+			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
 		case shouldRestart(pod, cs):
 			if wait := remaining(c, cs); wait > 0 {
 				a.Waiting[c.Name] = kubecontainer.Waiting{

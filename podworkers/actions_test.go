@@ -17,6 +17,8 @@ import (
 const (
 	running = runtimeapi.ContainerState_CONTAINER_RUNNING
 	exited  = runtimeapi.ContainerState_CONTAINER_EXITED
+	created = runtimeapi.ContainerState_CONTAINER_CREATED
+	unknown = runtimeapi.ContainerState_CONTAINER_UNKNOWN
 )
 
 // actionSummary is podActions in a form that compares well.
@@ -28,6 +30,7 @@ type actionSummary struct {
 	Start           []string          // "name#restartCount", spec order
 	Kill            map[string]string // container ID -> reason
 	Remove          []string          // sorted
+	Replace         []string          // removed before their replacement starts
 	RemoveSandboxes []string          // sorted
 	Waiting         map[string]string // name -> reason
 	RequeueAfter    time.Duration
@@ -50,6 +53,7 @@ func summarize(a podActions) actionSummary {
 		s.Kill[id] = k.Reason
 	}
 	s.Remove = slices.Sorted(slices.Values(a.ContainersToRemove))
+	s.Replace = a.ContainersToReplace
 	s.RemoveSandboxes = slices.Sorted(slices.Values(a.SandboxesToRemove))
 	for name, w := range a.Waiting {
 		s.Waiting[name] = w.Reason
@@ -154,6 +158,18 @@ func TestComputePodActions(t *testing.T) {
 			pod:    web,
 			status: podStatus(web, ready(web), changedHash, ctrStatus(web, "side", "side-0", running, 0, 0, at(9))),
 			want:   actionSummary{SandboxID: "sb1", Start: []string{"app#3"}, Kill: map[string]string{"app-2": "spec changed"}},
+		},
+		{
+			name:   "created but never started (agent died between create and start): removed, then replaced",
+			pod:    web,
+			status: podStatus(web, ready(web), ctrStatus(web, "app", "app-0", created, 0, 0, at(10)), ctrStatus(web, "side", "side-0", running, 0, 0, at(9))),
+			want:   actionSummary{SandboxID: "sb1", Start: []string{"app#1"}, Replace: []string{"app-0"}},
+		},
+		{
+			name:   "unknown state: stopped, removed, then replaced",
+			pod:    web,
+			status: podStatus(web, ready(web), ctrStatus(web, "app", "app-0", unknown, 0, 0, at(10)), ctrStatus(web, "side", "side-0", running, 0, 0, at(9))),
+			want:   actionSummary{SandboxID: "sb1", Start: []string{"app#1"}, Replace: []string{"app-0"}, Kill: map[string]string{"app-0": "unknown state"}},
 		},
 		{
 			name:   "everything running and unchanged: nothing",

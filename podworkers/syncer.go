@@ -130,6 +130,11 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 	if err := s.killContainers(ctx, actions.ContainersToKill, grace); err != nil {
 		return err
 	}
+	for _, id := range actions.ContainersToReplace {
+		if err := s.cfg.Runtime.RemoveContainer(ctx, id); err != nil && !kubecontainer.IsNotFound(err) {
+			return fmt.Errorf("remove container %s before replacing it: %w", id, err)
+		}
+	}
 	s.removeDead(ctx, actions)
 
 	sandboxID := actions.SandboxID
