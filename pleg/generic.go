@@ -20,6 +20,12 @@ import (
 // sees the change.
 const DefaultChannelCapacity = 1000
 
+// Modes a PLEG reports (Mode).
+const (
+	ModeRelist  = "relist"
+	ModeEvented = "evented"
+)
+
 // MaxRelistAge is how old the last successful relist may be before Healthy
 // reports the PLEG unhealthy.
 const MaxRelistAge = 3 * time.Minute
@@ -37,6 +43,9 @@ type GenericConfig struct {
 	// ChannelCapacity of the event channel; DefaultChannelCapacity when 0.
 	ChannelCapacity int
 	Clock           clock.WithTicker
+	// ObserveRelist, if set, is told how long each successful relist took
+	// (minikubelet_pleg_relist_duration_seconds).
+	ObserveRelist func(time.Duration)
 }
 
 // Generic is the relisting PLEG.
@@ -103,16 +112,36 @@ func (g *Generic) Run(ctx context.Context) {
 	}
 }
 
-// Healthy returns an error naming the cause when the PLEG is not keeping up.
+// Healthy returns an error naming the cause when the PLEG is not keeping
+// up: no successful relist for MaxRelistAge, or an event channel so full
+// that events are being dropped.
 func (g *Generic) Healthy() error {
+	return g.healthy(MaxRelistAge)
+}
+
+func (g *Generic) healthy(maxAge time.Duration) error {
 	last := g.lastRelist.Load()
 	if last == 0 {
 		return fmt.Errorf("pleg has not relisted yet")
 	}
-	if age := g.cfg.Clock.Since(time.Unix(0, last)); age > MaxRelistAge {
-		return fmt.Errorf("pleg was last seen active %v ago; threshold is %v", age.Round(time.Second), MaxRelistAge)
+	if age := g.cfg.Clock.Since(time.Unix(0, last)); age > maxAge {
+		return fmt.Errorf("pleg was last seen active %v ago; threshold is %v", age.Round(time.Second), maxAge)
+	}
+	if n := len(g.events); n == cap(g.events) {
+		return fmt.Errorf("pleg event channel is saturated (%d events waiting; %d dropped in all)", n, g.dropped.Load())
 	}
 	return nil
+}
+
+// Mode is "relist".
+func (g *Generic) Mode() string { return ModeRelist }
+
+// LastSeen is when the PLEG last relisted successfully (zero before).
+func (g *Generic) LastSeen() time.Time {
+	if last := g.lastRelist.Load(); last != 0 {
+		return time.Unix(0, last)
+	}
+	return time.Time{}
 }
 
 // Relist lists the runtime once, refreshes the cache of every pod that
@@ -170,6 +199,9 @@ func (g *Generic) Relist(ctx context.Context) error {
 	g.records = current
 	g.cfg.Cache.UpdateTime(ts)
 	g.lastRelist.Store(ts.UnixNano())
+	if g.cfg.ObserveRelist != nil {
+		g.cfg.ObserveRelist(g.cfg.Clock.Since(ts))
+	}
 	return nil
 }
 
