@@ -54,7 +54,7 @@ type Agent struct {
 	// status and pleg are set by Run once the runtime answers; the HTTP
 	// server reads them before that.
 	status atomic.Pointer[status.Manager]
-	pleg   atomic.Pointer[pleg.Generic]
+	pleg   atomic.Pointer[plegHandle]
 	// runtimeReady is set once the runtime has answered.
 	runtimeReady atomic.Bool
 	// syncLoopTick is the UnixNano time of the syncLoop's last iteration.
@@ -205,20 +205,59 @@ func (a *Agent) Run(ctx context.Context) error {
 		ResyncInterval: a.cfg.SyncFrequency,
 	})
 	defer a.workers.Wait()
-	generic := pleg.NewGeneric(pleg.GenericConfig{
-		Runtime:      clients.Runtime,
-		Cache:        a.cache,
-		RelistPeriod: a.cfg.PLEGRelistPeriod,
-		Clock:        a.clock,
-	})
-	a.pleg.Store(generic)
-	goRun(generic.Run)
+	lifecycle := a.newPLEG(clients)
+	a.pleg.Store(&plegHandle{lifecycle})
+	a.metrics.RegisterPLEG(lifecycle)
+	goRun(lifecycle.Run)
 
 	// No prober runs yet; the channel is the syncLoop's probe input.
 	probeResults := make(chan prober.Result, probeResultsCap)
-	a.syncLoop(ctx, podUpdates, generic.Watch(), probeResults)
+	a.syncLoop(ctx, podUpdates, lifecycle.Watch(), probeResults)
 	logger.Info("Stopping minikubelet; pods keep running")
 	return nil
+}
+
+// lifecycleEvents is what the agent needs of a PLEG, relisting or evented.
+type lifecycleEvents interface {
+	Run(ctx context.Context)
+	Watch() <-chan *pleg.Event
+	Healthy() error
+	Mode() string
+	LastSeen() time.Time
+	Dropped() uint64
+}
+
+var (
+	_ lifecycleEvents = (*pleg.Generic)(nil)
+	_ lifecycleEvents = (*pleg.Evented)(nil)
+)
+
+// plegHandle lets the PLEG, an interface, sit in an atomic.Pointer.
+type plegHandle struct{ lifecycleEvents }
+
+// newPLEG builds the PLEG of the configured mode. In auto and evented mode
+// it is an Evented PLEG, which relists by itself where the runtime serves
+// no events (containerd 1.6) or its stream keeps failing.
+func (a *Agent) newPLEG(clients *cri.Clients) lifecycleEvents {
+	generic := pleg.NewGeneric(pleg.GenericConfig{
+		Runtime:       clients.Runtime,
+		Cache:         a.cache,
+		RelistPeriod:  a.cfg.PLEGRelistPeriod,
+		Clock:         a.clock,
+		ObserveRelist: func(d time.Duration) { a.metrics.PLEGRelistDuration.Observe(d.Seconds()) },
+	})
+	if a.cfg.plegMode() == PLEGModeRelist {
+		return generic
+	}
+	return pleg.NewEvented(pleg.EventedConfig{
+		Runtime:            clients.Runtime,
+		Cache:              a.cache,
+		Relister:           generic,
+		SafetyRelistPeriod: a.cfg.EventedPLEGRelistPeriod,
+		RelistPeriod:       a.cfg.PLEGRelistPeriod,
+		Clock:              a.clock,
+		OnConnectionError:  a.metrics.EventedPLEGConnectionErrors.Inc,
+	})
 }
 
 // configuredSources are the sources the merge waits for before the agent
@@ -260,11 +299,11 @@ func (a *Agent) runtimeHealthy() error {
 }
 
 func (a *Agent) plegHealthy() error {
-	g := a.pleg.Load()
-	if g == nil {
+	p := a.pleg.Load()
+	if p == nil {
 		return errors.New("pleg not started")
 	}
-	return g.Healthy()
+	return p.Healthy()
 }
 
 // syncLoopHealthy fails when the syncLoop has not turned for a while: it

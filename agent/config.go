@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -32,6 +33,14 @@ type Config struct {
 	HealthzBindAddress    string
 	HealthzPort           int
 	PLEGRelistPeriod      time.Duration
+	// PLEGMode is auto, relist or evented.
+	PLEGMode string
+	// EventedPLEGRelistPeriod is the safety-net relist period in evented
+	// mode.
+	EventedPLEGRelistPeriod time.Duration
+	// FeatureGates as the kubelet's --feature-gates; only EventedPLEG is
+	// acted on.
+	FeatureGates map[string]bool
 	// MaxContainerRestartPeriod caps the crash-loop back-off.
 	MaxContainerRestartPeriod time.Duration
 }
@@ -52,6 +61,8 @@ func DefaultConfig() Config {
 		HealthzBindAddress:        "127.0.0.1",
 		HealthzPort:               10248,
 		PLEGRelistPeriod:          time.Second,
+		PLEGMode:                  PLEGModeAuto,
+		EventedPLEGRelistPeriod:   time.Minute,
 		MaxContainerRestartPeriod: 300 * time.Second,
 	}
 }
@@ -75,7 +86,10 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.ReadOnlyPort, "read-only-port", c.ReadOnlyPort, "Port of the read-only endpoints (/pods, /healthz); 0 disables them.")
 	fs.StringVar(&c.HealthzBindAddress, "healthz-bind-address", c.HealthzBindAddress, "IP address the healthz port listens on.")
 	fs.IntVar(&c.HealthzPort, "healthz-port", c.HealthzPort, "Port of /healthz; 0 disables it.")
-	fs.DurationVar(&c.PLEGRelistPeriod, "pleg-relist-period", c.PLEGRelistPeriod, "How often the runtime is relisted to notice containers that started, died or vanished.")
+	fs.DurationVar(&c.PLEGRelistPeriod, "pleg-relist-period", c.PLEGRelistPeriod, "How often the runtime is relisted to notice containers that started, died or vanished (relist mode, and evented mode while its event stream is down).")
+	fs.StringVar(&c.PLEGMode, "pleg-mode", c.PLEGMode, "How container changes are noticed: evented (the runtime's CRI event stream, GetContainerEvents, with a slow relist as a safety net), relist (list the runtime every --pleg-relist-period), or auto (evented when the runtime serves events, else relist).")
+	fs.DurationVar(&c.EventedPLEGRelistPeriod, "evented-pleg-relist-period", c.EventedPLEGRelistPeriod, "How often evented mode still relists, as a safety net for events a runtime loses (containerd 1.7 shares one event stream among all subscribers).")
+	fs.Var((*featureGates)(&c.FeatureGates), "feature-gates", "The kubelet's feature gates as Name=true|false pairs separated by commas. EventedPLEG=true selects --pleg-mode=evented and =false relist, unless --pleg-mode says otherwise; other gates are accepted and ignored.")
 	fs.DurationVar(&c.MaxContainerRestartPeriod, "max-container-restart-period", c.MaxContainerRestartPeriod, "The longest crash-loop back-off between restarts of a failing container (it starts at 10s and doubles).")
 }
 
@@ -91,6 +105,7 @@ func (c *Config) Validate() error {
 		{"sync-frequency", c.SyncFrequency},
 		{"runtime-request-timeout", c.RuntimeRequestTimeout},
 		{"pleg-relist-period", c.PLEGRelistPeriod},
+		{"evented-pleg-relist-period", c.EventedPLEGRelistPeriod},
 		{"max-container-restart-period", c.MaxContainerRestartPeriod},
 	}
 	for _, p := range positive {
@@ -114,12 +129,70 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--%s: must not be empty", d.flag))
 		}
 	}
+	switch c.PLEGMode {
+	case PLEGModeAuto, PLEGModeRelist, PLEGModeEvented:
+	default:
+		errs = append(errs, fmt.Errorf("--pleg-mode: %q is not one of auto, relist, evented", c.PLEGMode))
+	}
 	if c.ManifestURL != "" {
 		if u, err := url.Parse(c.ManifestURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("--manifest-url: %q must be an http:// or https:// URL", c.ManifestURL))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// PLEG modes (--pleg-mode).
+const (
+	PLEGModeAuto    = "auto"
+	PLEGModeRelist  = "relist"
+	PLEGModeEvented = "evented"
+)
+
+// plegMode is the mode to run: --pleg-mode, unless it is auto and the
+// EventedPLEG feature gate is given.
+func (c *Config) plegMode() string {
+	if on, ok := c.FeatureGates["EventedPLEG"]; ok && c.PLEGMode == PLEGModeAuto {
+		if on {
+			return PLEGModeEvented
+		}
+		return PLEGModeRelist
+	}
+	return c.PLEGMode
+}
+
+// featureGates is the kubelet's --feature-gates: Name=bool pairs separated
+// by commas; repeatable.
+type featureGates map[string]bool
+
+func (f *featureGates) String() string {
+	if f == nil || *f == nil {
+		return ""
+	}
+	var pairs []string
+	for k, v := range *f {
+		pairs = append(pairs, fmt.Sprintf("%s=%t", k, v))
+	}
+	sort.Strings(pairs)
+	return strings.Join(pairs, ",")
+}
+
+func (f *featureGates) Set(s string) error {
+	if *f == nil {
+		*f = featureGates{}
+	}
+	for _, pair := range strings.Split(s, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(pair, "=")
+		b, err := strconv.ParseBool(strings.TrimSpace(value))
+		if !ok || err != nil {
+			return fmt.Errorf("%q is not Name=true|false", pair)
+		}
+		(*f)[strings.TrimSpace(name)] = b
+	}
+	return nil
 }
 
 // headerFlag is a repeatable flag of comma-separated Key:Value pairs, as the

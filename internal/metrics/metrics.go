@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -16,6 +17,53 @@ type Metrics struct {
 	// ManifestErrors counts manifests refused, by source, once per
 	// distinct refusal (a bad file counts again when it changes).
 	ManifestErrors *prometheus.CounterVec
+	// PLEGRelistDuration observes each successful relist.
+	PLEGRelistDuration prometheus.Histogram
+	// EventedPLEGConnectionErrors counts failed or broken event streams.
+	EventedPLEGConnectionErrors prometheus.Counter
+}
+
+// PLEGState is what the PLEG metrics read at scrape time.
+type PLEGState interface {
+	// Mode is "evented" or "relist".
+	Mode() string
+	// LastSeen is when the PLEG last relisted or handled an event.
+	LastSeen() time.Time
+	// Dropped counts events dropped on a full channel.
+	Dropped() uint64
+}
+
+// RegisterPLEG adds the metrics read from the running PLEG:
+// minikubelet_pleg_mode{mode}, minikubelet_pleg_last_seen_seconds and
+// minikubelet_pleg_discard_events_total. Call it once.
+func (m *Metrics) RegisterPLEG(p PLEGState) {
+	for _, mode := range []string{"evented", "relist"} {
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "minikubelet_pleg_mode",
+			Help:        "1 for the mode the PLEG runs in now (evented or relist), 0 for the other.",
+			ConstLabels: prometheus.Labels{"mode": mode},
+		}, func() float64 {
+			if p.Mode() == mode {
+				return 1
+			}
+			return 0
+		}))
+	}
+	m.registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "minikubelet_pleg_last_seen_seconds",
+			Help: "Unix time at which the PLEG last relisted or handled a runtime event.",
+		}, func() float64 {
+			if t := p.LastSeen(); !t.IsZero() {
+				return float64(t.UnixNano()) / 1e9
+			}
+			return 0
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "minikubelet_pleg_discard_events_total",
+			Help: "PLEG events dropped because the syncLoop's event channel was full.",
+		}, func() float64 { return float64(p.Dropped()) }),
+	)
 }
 
 // New returns Metrics registered in a new registry, with the Go runtime
@@ -27,11 +75,22 @@ func New() *Metrics {
 			Name: "minikubelet_manifest_errors_total",
 			Help: "Pod manifests refused (decode or validation errors, conflicts), by source, counted once per distinct refusal.",
 		}, []string{"source"}),
+		PLEGRelistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "minikubelet_pleg_relist_duration_seconds",
+			Help:    "Duration of a successful PLEG relist.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
+		}),
+		EventedPLEGConnectionErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "minikubelet_evented_pleg_connection_errors_total",
+			Help: "Failed or broken CRI container event streams.",
+		}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.ManifestErrors,
+		m.PLEGRelistDuration,
+		m.EventedPLEGConnectionErrors,
 	)
 	return m
 }
