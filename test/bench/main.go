@@ -39,10 +39,12 @@ func main() {
 	runs := flag.Int("runs", 15, "measured runs of each kind (after one warm-up each)")
 	keep := flag.String("keep-log", "", "copy minikubelet's log (at -v=4) to this file")
 	writes := flag.Int("config-writes", 100, "manifest edits timed from write to the pod's new version on /pods (0 skips)")
+	kills := flag.Int("kills", 30, "containers killed from outside the agent per PLEG mode, timed to /pods showing them terminated and replaced (0 skips)")
+	plegPods := flag.Int("pleg-pods", 100, "running pods while the agent's CPU time per PLEG mode is measured (0 skips)")
 	idlePods := flag.Int("idle-pods", 50, "static pods to run while the agent's idle CPU time is measured (0 skips)")
 	idleFor := flag.Duration("idle-for", 60*time.Second, "how long idle CPU time is measured")
 	flag.Parse()
-	opts := options{runs: *runs, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor}
+	opts := options{runs: *runs, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegPods: *plegPods}
 	if err := run(*bedPath, *bin, *runtimeName, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -55,6 +57,8 @@ type options struct {
 	writes   int
 	idlePods int
 	idleFor  time.Duration
+	kills    int
+	plegPods int
 }
 
 func run(bedPath, bin, runtimeName string, o options) error {
@@ -91,7 +95,7 @@ func run(bedPath, bin, runtimeName string, o options) error {
 	if keepLog != "" {
 		extra = append(extra, "-v=4")
 	}
-	a, err := startAgent(bin, rt, base, extra...)
+	a, err := startAgent(bin, rt, base, "bench", extra...)
 	if err != nil {
 		return err
 	}
@@ -100,7 +104,7 @@ func run(bedPath, bin, runtimeName string, o options) error {
 	if keepLog != "" {
 		defer func() {
 			a.stop()
-			if b, err := os.ReadFile(filepath.Join(base, "minikubelet.log")); err == nil {
+			if b, err := os.ReadFile(filepath.Join(base, "bench", "minikubelet.log")); err == nil {
 				_ = os.WriteFile(keepLog, b, 0o644)
 			}
 		}()
@@ -141,7 +145,44 @@ func run(bedPath, bin, runtimeName string, o options) error {
 		fmt.Printf("agent idle with %d running static pods, over %v\n", o.idlePods, o.idleFor)
 		fmt.Printf("  CPU %.2f s (%.2f%% of one core)   RSS %.1f MiB\n", cpu.Seconds(), 100*cpu.Seconds()/o.idleFor.Seconds(), float64(rss)/(1<<20))
 	}
+	if o.kills > 0 || o.plegPods > 0 {
+		if err := a.drain(ctx, rt); err != nil {
+			return err
+		}
+		a.stop()
+		if err := plegBench(ctx, bin, rt, busybox.Ref, base, o); err != nil {
+			return fmt.Errorf("pleg: %w", err)
+		}
+	}
 	return nil
+}
+
+// drain removes every manifest and waits until the runtime holds no
+// sandbox of the agent's node.
+func (a *agentProc) drain(ctx context.Context, rt *ctrdtest.Containerd) error {
+	entries, err := os.ReadDir(a.manifest)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.Remove(filepath.Join(a.manifest, e.Name())); err != nil {
+			return err
+		}
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		sandboxes, err := rt.Runtime().ListPodSandbox(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(sandboxes, func(sb *runtimeapi.PodSandbox) bool {
+			return strings.HasSuffix(sb.GetMetadata().GetName(), "-"+a.node)
+		}) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pods of %s still in the runtime 2 minutes after their manifests were removed", a.node)
+		}
+	}
 }
 
 // rawStart makes the CRI calls that start a one-container pod, times them,
@@ -216,8 +257,9 @@ type agentProc struct {
 	node     string
 }
 
-func startAgent(bin string, rt *ctrdtest.Containerd, base string, extraArgs ...string) (*agentProc, error) {
-	a := &agentProc{manifest: filepath.Join(base, "manifests"), node: "bench"}
+func startAgent(bin string, rt *ctrdtest.Containerd, base, node string, extraArgs ...string) (*agentProc, error) {
+	base = filepath.Join(base, node)
+	a := &agentProc{manifest: filepath.Join(base, "manifests"), node: node}
 	if err := os.MkdirAll(a.manifest, 0o755); err != nil {
 		return nil, err
 	}
@@ -475,4 +517,151 @@ func procStat(pid int) (time.Duration, int64, error) {
 	rssPages, _ := strconv.ParseInt(fields[21], 10, 64)
 	const ticks = 100 // USER_HZ
 	return time.Duration(utime+stime) * time.Second / ticks, rssPages * int64(os.Getpagesize()), nil
+}
+
+// plegBench measures, per PLEG mode with an agent of its own: how long
+// after a container's process is killed from outside the agent /pods shows
+// it terminated (detection) and a replacement running, over o.kills
+// containers; and the agent's CPU time per minute with o.plegPods pods.
+func plegBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image, base string, o options) error {
+	type result struct {
+		detect, replace []time.Duration
+		cpu             time.Duration
+		rss             int64
+	}
+	modes := []string{"relist", "evented"}
+	results := map[string]*result{}
+	for _, mode := range modes {
+		r := &result{}
+		results[mode] = r
+		a, err := startAgent(bin, rt, base, "pleg-"+mode, "--pleg-mode", mode)
+		if err != nil {
+			return err
+		}
+		if o.kills > 0 {
+			r.detect, r.replace, err = a.killLatency(ctx, rt, image, o.kills)
+			if err != nil {
+				a.stop()
+				return fmt.Errorf("%s mode: %w", mode, err)
+			}
+			if err := a.drain(ctx, rt); err != nil {
+				a.stop()
+				return err
+			}
+		}
+		if o.plegPods > 0 {
+			r.cpu, r.rss, err = a.idleCost(ctx, rt, image, o.plegPods, time.Minute)
+			if err != nil {
+				a.stop()
+				return fmt.Errorf("%s mode: %w", mode, err)
+			}
+			if err := a.drain(ctx, rt); err != nil {
+				a.stop()
+				return err
+			}
+		}
+		a.stop()
+	}
+	if o.kills > 0 {
+		fmt.Printf("container killed from outside -> /pods (polled every %v), %d kills per mode\n", pollInterval, o.kills)
+		for _, mode := range modes {
+			r := results[mode]
+			fmt.Printf("  %-8s terminated: median %7.1f ms  p99 %7.1f ms   replacement running: median %7.1f ms  p99 %7.1f ms\n",
+				mode, ms(median(r.detect)), ms(pct(r.detect, 0.99)), ms(median(r.replace)), ms(pct(r.replace, 0.99)))
+		}
+	}
+	if o.plegPods > 0 {
+		fmt.Printf("agent with %d running pods, per minute\n", o.plegPods)
+		for _, mode := range modes {
+			r := results[mode]
+			fmt.Printf("  %-8s CPU %.2f s/min (%.2f%% of one core)   RSS %.1f MiB\n", mode, r.cpu.Seconds(), 100*r.cpu.Seconds()/60, float64(r.rss)/(1<<20))
+		}
+	}
+	return nil
+}
+
+// killLatency runs n host-network pods, then SIGKILLs each one's container
+// process in turn (as the OOM killer or a crash would, outside the agent)
+// and times /pods showing it terminated, and a replacement running.
+func (a *agentProc) killLatency(ctx context.Context, rt *ctrdtest.Containerd, image string, n int) (detect, replace []time.Duration, err error) {
+	for i := 0; i < n; i++ {
+		m := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: victim-%d\nspec:\n  hostNetwork: true\n  terminationGracePeriodSeconds: 0\n  containers:\n  - name: main\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", i, image)
+		if err := os.WriteFile(filepath.Join(a.manifest, fmt.Sprintf("victim-%d.yaml", i)), []byte(m), 0o644); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("victim-%d-%s", i, a.node)
+		var id string
+		for deadline := time.Now().Add(2 * time.Minute); id == ""; time.Sleep(50 * time.Millisecond) {
+			pods, err := a.pods()
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, p := range pods {
+				if p.Name == name && running([]v1.Pod{p}, name) {
+					id = strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
+				}
+			}
+			if time.Now().After(deadline) {
+				return nil, nil, fmt.Errorf("%s not running", name)
+			}
+		}
+		pid, err := containerPID(ctx, rt, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		start := time.Now()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return nil, nil, fmt.Errorf("kill %s (pid %d): %w", name, pid, err)
+		}
+		var d time.Duration
+		for deadline := start.Add(30 * time.Second); ; time.Sleep(pollInterval) {
+			pods, err := a.pods()
+			if err != nil {
+				return nil, nil, err
+			}
+			gone, replaced := false, false
+			for _, p := range pods {
+				if p.Name != name || len(p.Status.ContainerStatuses) != 1 {
+					continue
+				}
+				cs := p.Status.ContainerStatuses[0]
+				cur := strings.TrimPrefix(cs.ContainerID, "containerd://")
+				gone = cur != id || cs.State.Running == nil
+				replaced = cur != id && cs.State.Running != nil
+			}
+			if gone && d == 0 {
+				d = time.Since(start)
+				detect = append(detect, d)
+			}
+			if replaced {
+				replace = append(replace, time.Since(start))
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, nil, fmt.Errorf("%s not replaced within 30s of the kill", name)
+			}
+		}
+	}
+	return detect, replace, nil
+}
+
+// containerPID reads a container's process ID from the runtime's verbose
+// status.
+func containerPID(ctx context.Context, rt *ctrdtest.Containerd, id string) (int, error) {
+	resp, err := rt.Runtime().ContainerStatus(ctx, id, true)
+	if err != nil {
+		return 0, err
+	}
+	var info struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil {
+		return 0, fmt.Errorf("verbose status of %s: %w", id, err)
+	}
+	if info.Pid == 0 {
+		return 0, fmt.Errorf("no pid in the verbose status of %s", id)
+	}
+	return info.Pid, nil
 }
