@@ -27,6 +27,9 @@ type Merger struct {
 	mu sync.Mutex
 	// bySource is the last state each source reported; guarded by mu.
 	bySource map[string]*sourceState
+	// complete holds the sources that have sent a complete Update;
+	// guarded by mu.
+	complete map[string]bool
 	// owners maps the full name (namespace/name) of every admitted pod to
 	// the pod holding it; guarded by mu. At most one pod of a name runs.
 	owners map[string]owner
@@ -63,6 +66,7 @@ func New(configured []string, opts ...Option) *Merger {
 	m := &Merger{
 		configured: slices.Compact(c),
 		bySource:   map[string]*sourceState{},
+		complete:   map[string]bool{},
 		owners:     map[string]owner{},
 	}
 	for _, o := range opts {
@@ -111,12 +115,13 @@ func (m *Merger) Run(ctx context.Context, in <-chan sources.Update, out chan<- P
 }
 
 // AllSourcesSeen reports whether every configured source has sent at least
-// one Update. Once true it stays true.
+// one complete Update (one that is not Incomplete: a source whose URL fails
+// at start has not reported its pods yet). Once true it stays true.
 func (m *Merger) AllSourcesSeen() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, s := range m.configured {
-		if m.bySource[s] == nil {
+		if !m.complete[s] {
 			return false
 		}
 	}
@@ -179,6 +184,9 @@ func (m *Merger) merge(logger klog.Logger, u sources.Update) []PodUpdate {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 
+	if !u.Incomplete {
+		m.complete[u.Source] = true
+	}
 	ops := m.mergeSource(logger, u)
 	// A pod u removed frees its name for pods of other sources refused
 	// because of it: admit them now, not at their source's next Update.

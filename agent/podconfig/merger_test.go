@@ -536,3 +536,25 @@ func TestConflictNamesBothOrigins(t *testing.T) {
 		t.Errorf("errors counted %v, want http then file", counted)
 	}
 }
+
+// A source whose first Update is incomplete (its URL failed) has not
+// reported its pods: the agent must not yet delete pods it does not know.
+func TestAllSourcesSeenWaitsForCompleteUpdates(t *testing.T) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig())
+	m := New([]string{"file", "http"})
+	m.merge(logger, update("file", pod("web")))
+	failing := sources.Update{Source: "http", Pods: []*v1.Pod{}, Incomplete: true,
+		Errors: []sources.ManifestError{{Source: "http", Origin: "http://x/pods", Err: errors.New("HTTP 503")}}}
+	m.merge(logger, failing)
+	if m.AllSourcesSeen() {
+		t.Fatal("AllSourcesSeen after the URL source's only Update failed")
+	}
+	m.merge(logger, update("http", pod("api")))
+	if !m.AllSourcesSeen() {
+		t.Fatal("not AllSourcesSeen after both sources sent complete Updates")
+	}
+	m.merge(logger, failing)
+	if !m.AllSourcesSeen() {
+		t.Error("AllSourcesSeen went back to false after a later failure")
+	}
+}

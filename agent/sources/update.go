@@ -31,6 +31,11 @@ type Update struct {
 	Origins map[types.UID]string
 	// Errors are the manifests currently refused, one per origin.
 	Errors []ManifestError
+	// Incomplete: the source could not read its origin (a URL that fails,
+	// a directory that cannot be listed), so Pods is only its last good
+	// set. Until a source has sent a complete Update the agent deletes
+	// nothing it does not know of.
+	Incomplete bool
 }
 
 // ManifestError is a manifest that was refused, and why.

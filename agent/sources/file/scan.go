@@ -268,6 +268,7 @@ func (r *run) snapshot() (sources.Update, string) {
 	u := sources.Update{Source: sources.File, Pods: []*v1.Pod{}, Origins: map[types.UID]string{}}
 	var key strings.Builder
 	if r.dirErr != nil {
+		u.Incomplete = true
 		u.Errors = append(u.Errors, sources.ManifestError{Source: sources.File, Origin: r.s.dir, Err: r.dirErr})
 		key.WriteString("D\x00" + r.dirErr.Error() + "\n")
 	}

@@ -171,6 +171,7 @@ func (r *run) snapshot() (sources.Update, string) {
 		key = "P\x00" + hex.EncodeToString(r.goodHash[:]) + "\n"
 	}
 	if r.err != nil {
+		u.Incomplete = true
 		u.Errors = []sources.ManifestError{{Source: sources.HTTP, Origin: r.s.origin, Err: r.err}}
 		key += "E\x00" + r.err.Error() + "\n"
 	}
