@@ -9,6 +9,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/podconfig"
 	"github.com/minikubelet/minikubelet/agent/prober"
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
 )
@@ -47,6 +48,7 @@ func (a *Agent) syncLoop(ctx context.Context, updates <-chan podconfig.PodUpdate
 			a.workers.ResyncDue()
 		case <-housekeeping.C():
 			a.housekeeping()
+			a.killOrphans(ctx, logger)
 		}
 	}
 }
@@ -103,8 +105,8 @@ func (a *Agent) handleProbeResult(ctx context.Context, logger klog.Logger, r pro
 	a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Sync, Pod: pod})
 }
 
-// housekeeping forgets the cached and reported state of pods that neither
-// the sources nor any worker know any more.
+// housekeeping forgets the cached state of pods that neither the sources
+// nor any worker know any more and of which the runtime holds nothing.
 func (a *Agent) housekeeping() {
 	known := map[types.UID]bool{}
 	for _, uid := range a.workers.Known() {
@@ -113,5 +115,7 @@ func (a *Agent) housekeeping() {
 	for _, p := range a.pods.list() {
 		known[p.UID] = true
 	}
-	a.cache.Forget(func(uid types.UID) bool { return !known[uid] })
+	a.cache.Forget(func(uid types.UID, st *kubecontainer.PodStatus) bool {
+		return !known[uid] && (st == nil || len(st.Sandboxes)+len(st.Containers) == 0)
+	})
 }

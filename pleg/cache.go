@@ -84,6 +84,17 @@ func (c *Cache) UpdateTime(ts time.Time) {
 	}
 }
 
+// ForEach calls f with every pod's status; f must not call the cache.
+func (c *Cache) ForEach(f func(uid types.UID, status *kubecontainer.PodStatus)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for uid, e := range c.pods {
+		if e.status != nil {
+			f(uid, e.status)
+		}
+	}
+}
+
 // Delete forgets a pod. A later Set for it starts afresh.
 func (c *Cache) Delete(uid types.UID) {
 	c.mu.Lock()
@@ -92,12 +103,12 @@ func (c *Cache) Delete(uid types.UID) {
 }
 
 // Forget deletes the entries of every pod for which drop returns true and
-// that nobody waits for.
-func (c *Cache) Forget(drop func(types.UID) bool) {
+// that nobody waits for. drop must not call the cache.
+func (c *Cache) Forget(drop func(types.UID, *kubecontainer.PodStatus) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for uid := range c.pods {
-		if len(c.waiters[uid]) == 0 && drop(uid) {
+	for uid, e := range c.pods {
+		if len(c.waiters[uid]) == 0 && drop(uid, e.status) {
 			delete(c.pods, uid)
 		}
 	}

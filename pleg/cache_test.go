@@ -352,7 +352,7 @@ func TestCacheForget(t *testing.T) {
 	waitFor(t, "a waiter", func() bool { return c.waiterCount("waited") == 1 })
 
 	var asked []types.UID
-	c.Forget(func(uid types.UID) bool {
+	c.Forget(func(uid types.UID, _ *kubecontainer.PodStatus) bool {
 		asked = append(asked, uid)
 		return uid != "keep"
 	})

@@ -25,6 +25,12 @@ const (
 	// AnnotationConfigSeen is when the agent first saw the pod, in RFC 3339
 	// with nanoseconds.
 	AnnotationConfigSeen = "kubernetes.io/config.seen"
+	// AnnotationConfigOrigin is the manifest the pod came from: a file path
+	// or a URL (its password redacted). It reaches the pod's sandbox, so
+	// that an agent restarted after the manifest vanished knows which
+	// running pods to terminate, and which to keep because their manifest
+	// is only bad right now (DESIGN.md rule 5).
+	AnnotationConfigOrigin = "minikubelet.io/config.origin"
 )
 
 // Identity is what a static pod's identity derives from besides its content.
@@ -73,6 +79,7 @@ func ApplyStaticIdentity(pod *v1.Pod, in Identity) {
 	pod.Annotations[AnnotationConfigHash] = contentHash
 	pod.Annotations[AnnotationConfigSource] = in.Source
 	pod.Annotations[AnnotationConfigSeen] = in.Seen.Format(time.RFC3339Nano)
+	pod.Annotations[AnnotationConfigOrigin] = in.Origin
 
 	if in.Source == sources.File {
 		tolerateNoExecute(pod)

@@ -13,6 +13,10 @@ const (
 	LabelPodNamespace  = "io.kubernetes.pod.namespace"
 	LabelPodUID        = "io.kubernetes.pod.uid"
 	LabelContainerName = "io.kubernetes.container.name"
+	// LabelNode marks a sandbox as owned by the minikubelet of that node:
+	// an agent terminates a running pod its sources no longer want only if
+	// the pod carries its node's label, and leaves every other pod alone.
+	LabelNode = "minikubelet.io/node"
 )
 
 // Annotations the kubelet puts on containers, plus the one minikubelet adds to
@@ -36,6 +40,9 @@ func SandboxLabels(pod *v1.Pod) map[string]string {
 	labels[LabelPodName] = pod.Name
 	labels[LabelPodNamespace] = pod.Namespace
 	labels[LabelPodUID] = string(pod.UID)
+	if pod.Spec.NodeName != "" {
+		labels[LabelNode] = pod.Spec.NodeName
+	}
 	return labels
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -45,6 +46,9 @@ type ContainerStatus struct {
 	Hash         string
 	RestartCount int
 	SandboxID    string
+	// PodTerminationGrace is the pod's grace period, in seconds, when the
+	// container was created; -1 when unknown.
+	PodTerminationGrace int64
 }
 
 // FindContainer returns the newest status of the container called name, or
@@ -208,7 +212,17 @@ func FromCRIStatus(s *runtimeapi.ContainerStatus, sandboxID string) *ContainerSt
 		Hash:         s.Annotations[AnnotationContainerHash],
 		RestartCount: RestartCountFromAnnotations(s.Annotations),
 		SandboxID:    sandboxID,
+
+		PodTerminationGrace: graceFromAnnotations(s.Annotations),
 	}
+}
+
+func graceFromAnnotations(annotations map[string]string) int64 {
+	g, err := strconv.ParseInt(annotations[AnnotationPodTerminationGrace], 10, 64)
+	if err != nil || g < 0 {
+		return -1
+	}
+	return g
 }
 
 func unixNano(ns int64) time.Time {

@@ -105,3 +105,63 @@ spec:
 		}
 	})
 }
+
+// After a SIGKILL and a restart: a pod whose manifest was deleted while the
+// agent was down is terminated and removed; a pod whose manifest turned bad
+// meanwhile keeps running (its last good version) and is adopted once the
+// manifest is fixed; a pod in the runtime that the agent does not own (no
+// node label of its own) is left alone.
+func TestRestartTerminatesVanishedKeepsBadAndForeign(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
+		a := startAgent(t, rt)
+		a.writeManifest("gone.yaml", sleeperPod("gone"))
+		a.writeManifest("broken.yaml", sleeperPod("broken"))
+		gone := a.waitRunning("gone", 60*time.Second)
+		broken := a.waitRunning("broken", 60*time.Second)
+		ctx := context.Background()
+
+		// A sandbox with the kubelet's labels but no minikubelet node label:
+		// another agent's, or made by hand. Named like our pods so that
+		// the test's cleanup removes it.
+		foreignName := "foreign-" + a.node
+		sbID, err := rt.Runtime().RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: foreignName, Namespace: "default", Uid: "foreign-uid-" + a.node},
+			Labels: map[string]string{
+				"io.kubernetes.pod.name": foreignName, "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": "foreign-uid-" + a.node,
+			},
+			LogDirectory: t.TempDir(),
+			Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+			}},
+		}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		a.kill()
+		a.removeManifest("gone.yaml")
+		a.writeManifest("broken.yaml", strings.Replace(sleeperPod("broken"), "containers:", "containerz:", 1))
+		a.restart()
+
+		waitFor(t, 30*time.Second, "the vanished manifest's pod removed from the runtime", func() (bool, string) {
+			return !sandboxExists(ctx, t, rt, gone.Name), "still there"
+		})
+		brokenID := strings.TrimPrefix(containerStatus(broken, "main").ContainerID, "containerd://")
+		// Housekeeping has run several times by now (every 2s).
+		time.Sleep(3 * time.Second)
+		resp, err := rt.Runtime().ContainerStatus(ctx, brokenID, false)
+		if err != nil || resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Fatalf("the pod of a manifest that turned bad while the agent was down was touched: %v %v", resp.GetStatus().GetState(), err)
+		}
+		sb, err := rt.Runtime().PodSandboxStatus(ctx, sbID, false)
+		if err != nil || sb.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
+			t.Errorf("a sandbox the agent does not own was touched: %v %v", sb.GetStatus().GetState(), err)
+		}
+
+		a.writeManifest("broken.yaml", sleeperPod("broken"))
+		fixed := a.waitRunning("broken", 30*time.Second)
+		if got := containerStatus(fixed, "main"); got.ContainerID != "containerd://"+brokenID || got.RestartCount != 0 {
+			t.Errorf("fixed pod's container %s (restarts %d), want %s adopted", got.ContainerID, got.RestartCount, brokenID)
+		}
+	})
+}
