@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -611,6 +612,9 @@ func (a *agentProc) killLatency(ctx context.Context, rt *ctrdtest.Containerd, im
 		if err != nil {
 			return nil, nil, err
 		}
+		// Kill at a random phase of the relist period, not right after the
+		// relist that reported the previous replacement.
+		time.Sleep(time.Duration(rand.Int64N(int64(time.Second))))
 		start := time.Now()
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			return nil, nil, fmt.Errorf("kill %s (pid %d): %w", name, pid, err)
