@@ -34,6 +34,10 @@ func HashSandbox(pod *v1.Pod) string {
 		SecurityContext       *v1.PodSecurityContext
 		RuntimeClassName      *string
 		Ports                 []v1.ContainerPort
+		// Privileged: containerd refuses a privileged container in a
+		// sandbox not created privileged. omitempty keeps the hash of
+		// every unprivileged pod as it was.
+		Privileged bool `json:",omitempty"`
 	}
 	f := sandboxFields{
 		HostNetwork:           spec.HostNetwork,
@@ -47,6 +51,13 @@ func HashSandbox(pod *v1.Pod) string {
 		HostAliases:           spec.HostAliases,
 		SecurityContext:       spec.SecurityContext,
 		RuntimeClassName:      spec.RuntimeClassName,
+	}
+	for _, cs := range [][]v1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+				f.Privileged = true
+			}
+		}
 	}
 	// Host ports are set up with the sandbox's network.
 	for _, c := range spec.Containers {

@@ -152,3 +152,21 @@ func TestHashSandbox(t *testing.T) {
 		}
 	})
 }
+
+// A container turning privileged needs a privileged sandbox, so the
+// sandbox hash changes; an unprivileged pod's hash is what it was before
+// the field existed.
+func TestHashSandboxPrivileged(t *testing.T) {
+	yes := true
+	pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}}}}
+	before := HashSandbox(pod)
+	pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: &yes}
+	if HashSandbox(pod) == before {
+		t.Error("a privileged container did not change the sandbox hash")
+	}
+	no := false
+	pod.Spec.Containers[0].SecurityContext.Privileged = &no
+	if HashSandbox(pod) != before {
+		t.Error("privileged: false changed the sandbox hash")
+	}
+}

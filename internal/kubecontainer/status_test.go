@@ -202,6 +202,8 @@ func TestGetPodStatusDecodesContainers(t *testing.T) {
 		Hash:         "hash-app",
 		RestartCount: 2,
 		SandboxID:    "sb-new",
+		// No io.kubernetes.pod.terminationGracePeriod annotation: unknown.
+		PodTerminationGrace: -1,
 	}
 	if !c.CreatedAt.Equal(want.CreatedAt) || !c.StartedAt.Equal(want.StartedAt) || !c.FinishedAt.IsZero() {
 		t.Errorf("times = %v/%v/%v, want %v/%v/zero", c.CreatedAt, c.StartedAt, c.FinishedAt, want.CreatedAt, want.StartedAt)
