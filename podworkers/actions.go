@@ -113,39 +113,21 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		inSpec[c.Name] = true
-		cs := status.FindContainer(c.Name)
-		switch {
-		case cs == nil:
-			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c})
-			a.Waiting[c.Name] = kubecontainer.Waiting{Reason: "ContainerCreating"}
-		case cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
-			if cs.Hash != kubecontainer.HashContainer(c) {
-				a.ContainersToKill[cs.ID] = containerToKill{Name: c.Name, Reason: "spec changed"}
-				a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
+		containerActions(pod, c, status.FindContainer(c.Name), false, &a, remaining)
+	}
+	// Nothing of the regular containers runs or will start again
+	// (restartPolicy Never, or OnFailure with every container succeeded):
+	// the pod is finished, and like the kubelet the agent stops its
+	// sandbox, sidecars included.
+	finished := len(a.ContainersToStart) == 0 && a.RequeueAfter == 0 && !regularRunning(pod, status)
+	// Sidecars (init containers that always restart) run beside the
+	// regular containers until the pod is finished.
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; isSidecar(c) {
+			inSpec[c.Name] = true
+			if !finished {
+				containerActions(pod, c, status.FindContainer(c.Name), true, &a, remaining)
 			}
-		case cs.State != runtimeapi.ContainerState_CONTAINER_EXITED:
-			// Created but never started (the agent died between create
-			// and start, or the start failed), or in an unknown state:
-			// it goes before its replacement is created, so that never
-			// two containers of one name are alive. An unknown one may
-			// run: stop it first.
-			if cs.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
-				a.ContainersToKill[cs.ID] = containerToKill{Name: c.Name, Reason: "unknown state"}
-			}
-			a.ContainersToReplace = append(a.ContainersToReplace, cs.ID)
-			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
-		case shouldRestart(pod, cs):
-			if wait := remaining(c, cs); wait > 0 {
-				a.Waiting[c.Name] = kubecontainer.Waiting{
-					Reason:  "CrashLoopBackOff",
-					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", wait.Round(time.Second), c.Name, pod.Name, pod.Namespace, pod.UID),
-				}
-				if a.RequeueAfter == 0 || wait < a.RequeueAfter {
-					a.RequeueAfter = wait
-				}
-				continue
-			}
-			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
 		}
 	}
 	for _, cs := range status.Containers {
@@ -153,13 +135,18 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 			a.ContainersToKill[cs.ID] = containerToKill{Name: cs.Name, Reason: "not in spec"}
 		}
 	}
-	if len(a.ContainersToStart) == 0 && a.RequeueAfter == 0 && !hasRunningContainer(status) {
-		// Nothing runs and nothing will start again (restartPolicy Never,
-		// or OnFailure with every container succeeded): the pod is
-		// finished, and like the kubelet the agent stops its sandbox.
-		a.KillPod = true
-	}
+	a.KillPod = finished
 	return a
+}
+
+// regularRunning reports whether a regular container of pod runs.
+func regularRunning(pod *v1.Pod, status *kubecontainer.PodStatus) bool {
+	for i := range pod.Spec.Containers {
+		if cs := status.FindContainer(pod.Spec.Containers[i].Name); cs != nil && cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			return true
+		}
+	}
+	return false
 }
 
 func hasRunningContainer(status *kubecontainer.PodStatus) bool {
@@ -171,15 +158,78 @@ func hasRunningContainer(status *kubecontainer.PodStatus) bool {
 	return false
 }
 
+// containerActions decides what to do with one container of a ready
+// sandbox given its newest status cs (nil if it never ran): start it, kill
+// and restart it on a spec change, replace one that never started, or
+// restart one that exited per the restart policy (always, for a sidecar),
+// after its back-off.
+func containerActions(pod *v1.Pod, c *v1.Container, cs *kubecontainer.ContainerStatus, alwaysRestart bool, a *podActions, remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration) {
+	switch {
+	case cs == nil:
+		a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c})
+		a.Waiting[c.Name] = kubecontainer.Waiting{Reason: "ContainerCreating"}
+	case cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
+		if cs.Hash != kubecontainer.HashContainer(c) {
+			a.ContainersToKill[cs.ID] = containerToKill{Name: c.Name, Reason: "spec changed"}
+			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
+		}
+	case cs.State != runtimeapi.ContainerState_CONTAINER_EXITED:
+		// Created but never started (the agent died between create
+		// and start, or the start failed), or in an unknown state:
+		// it goes before its replacement is created, so that never
+		// two containers of one name are alive. An unknown one may
+		// run: stop it first.
+		if cs.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+			a.ContainersToKill[cs.ID] = containerToKill{Name: c.Name, Reason: "unknown state"}
+		}
+		a.ContainersToReplace = append(a.ContainersToReplace, cs.ID)
+		a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
+	case alwaysRestart || shouldRestart(pod, cs):
+		if wait := remaining(c, cs); wait > 0 {
+			a.Waiting[c.Name] = kubecontainer.Waiting{
+				Reason:  "CrashLoopBackOff",
+				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", wait.Round(time.Second), c.Name, pod.Name, pod.Namespace, pod.UID),
+			}
+			if a.RequeueAfter == 0 || wait < a.RequeueAfter {
+				a.RequeueAfter = wait
+			}
+			return
+		}
+		a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
+	}
+}
+
+// isSidecar reports whether an init container is a sidecar: one with
+// restartPolicy Always, which keeps running beside the regular containers.
+func isSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
 // initContainerActions starts the pod's init containers one after another,
 // each to success, in the current sandbox; a failed one is restarted per
 // the pod's restart policy (never under Never: the pod has failed). It
 // reports whether every init container has succeeded, so that the regular
 // containers may run.
 func initContainerActions(pod *v1.Pod, status *kubecontainer.PodStatus, sandboxID string, a *podActions, remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration) bool {
+	if regularStarted(pod, status, sandboxID) {
+		return true // initialization is over in this sandbox
+	}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := findInSandbox(status, c.Name, sandboxID)
+		if isSidecar(c) {
+			// A sidecar lets the next init container start once it runs.
+			switch {
+			case cs != nil && cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
+				continue
+			case cs == nil:
+				a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: nextRestartCount(status.FindContainer(c.Name))})
+			default:
+				containerActions(pod, c, cs, true, a, remaining)
+			}
+			setInitializing(pod, a)
+			return false
+		}
 		switch {
 		case cs != nil && cs.State == runtimeapi.ContainerState_CONTAINER_EXITED && cs.ExitCode == 0:
 			continue // succeeded
@@ -200,12 +250,29 @@ func initContainerActions(pod *v1.Pod, status *kubecontainer.PodStatus, sandboxI
 				a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
 			}
 		}
-		for j := range pod.Spec.Containers {
-			a.Waiting[pod.Spec.Containers[j].Name] = kubecontainer.Waiting{Reason: "PodInitializing"}
-		}
+		setInitializing(pod, a)
 		return false
 	}
 	return true
+}
+
+// setInitializing marks the regular containers as waiting for the init
+// containers.
+func setInitializing(pod *v1.Pod, a *podActions) {
+	for j := range pod.Spec.Containers {
+		a.Waiting[pod.Spec.Containers[j].Name] = kubecontainer.Waiting{Reason: "PodInitializing"}
+	}
+}
+
+// regularStarted reports whether a regular container was ever created in
+// the sandbox: then the pod's initialization there is over.
+func regularStarted(pod *v1.Pod, status *kubecontainer.PodStatus, sandboxID string) bool {
+	for i := range pod.Spec.Containers {
+		if findInSandbox(status, pod.Spec.Containers[i].Name, sandboxID) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // findInSandbox returns the newest status of the container called name

@@ -450,3 +450,76 @@ func TestComputePodActionsBackOffMessage(t *testing.T) {
 		t.Errorf("message %q does not name the container", w.Message)
 	}
 }
+
+func TestComputePodActionsSidecars(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	pod := newPod("web", []string{"app"}, withRestartPolicy(v1.RestartPolicyNever), func(p *v1.Pod) {
+		p.Spec.InitContainers = []v1.Container{
+			{Name: "setup", Image: "img"},
+			{Name: "proxy", Image: "img", RestartPolicy: &always},
+			{Name: "late", Image: "img"},
+		}
+	})
+	ready := []*runtimeapi.PodSandboxStatus{sandboxStatus(pod, "sb1", 0, true, t0)}
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	in := func(cs *kubecontainer.ContainerStatus) *kubecontainer.ContainerStatus { return inSandbox(cs, "sb1") }
+	initializing := map[string]string{"app": "PodInitializing"}
+	tests := []struct {
+		name      string
+		status    *kubecontainer.PodStatus
+		remaining time.Duration
+		want      actionSummary
+	}{
+		{
+			name:   "after the first init container, the sidecar starts",
+			status: podStatus(pod, ready, in(ctrStatus(pod, "setup", "setup-0", exited, 0, 0, at(10)))),
+			want:   actionSummary{SandboxID: "sb1", Start: []string{"proxy#0"}, Waiting: initializing},
+		},
+		{
+			name: "a running sidecar lets the next init container start",
+			status: podStatus(pod, ready, in(ctrStatus(pod, "proxy", "proxy-0", running, 0, 0, at(20))),
+				in(ctrStatus(pod, "setup", "setup-0", exited, 0, 0, at(10)))),
+			want: actionSummary{SandboxID: "sb1", Start: []string{"late#0"}, Waiting: initializing},
+		},
+		{
+			name: "init done: the regular containers start beside the sidecar",
+			status: podStatus(pod, ready, in(ctrStatus(pod, "late", "late-0", exited, 0, 0, at(30))),
+				in(ctrStatus(pod, "proxy", "proxy-0", running, 0, 0, at(20))),
+				in(ctrStatus(pod, "setup", "setup-0", exited, 0, 0, at(10)))),
+			want: actionSummary{SandboxID: "sb1", Start: []string{"app#0"}, Waiting: map[string]string{"app": "ContainerCreating"}},
+		},
+		{
+			name: "a sidecar that exits is restarted even under restartPolicy Never",
+			status: podStatus(pod, ready, in(ctrStatus(pod, "app", "app-0", running, 0, 0, at(40))),
+				in(ctrStatus(pod, "late", "late-0", exited, 0, 0, at(30))),
+				in(ctrStatus(pod, "proxy", "proxy-0", exited, 0, 0, at(20))),
+				in(ctrStatus(pod, "setup", "setup-0", exited, 0, 0, at(10)))),
+			want: actionSummary{SandboxID: "sb1", Start: []string{"proxy#1"}},
+		},
+		{
+			name: "the app finished under Never: the pod is done, the sidecar is not restarted, the sandbox stops",
+			status: podStatus(pod, ready, in(ctrStatus(pod, "app", "app-0", exited, 0, 0, at(40))),
+				in(ctrStatus(pod, "late", "late-0", exited, 0, 0, at(30))),
+				in(ctrStatus(pod, "proxy", "proxy-0", running, 0, 0, at(20))),
+				in(ctrStatus(pod, "setup", "setup-0", exited, 0, 0, at(10)))),
+			want: actionSummary{KillPod: true, SandboxID: "sb1"},
+		},
+		{
+			name: "a crashing sidecar waits out its back-off",
+			status: podStatus(pod, ready, in(ctrStatus(pod, "app", "app-0", running, 0, 0, at(40))),
+				in(ctrStatus(pod, "late", "late-0", exited, 0, 0, at(30))),
+				in(ctrStatus(pod, "proxy", "proxy-3", exited, 3, 1, at(20))),
+				in(ctrStatus(pod, "setup", "setup-0", exited, 0, 0, at(10)))),
+			remaining: 10 * time.Second,
+			want:      actionSummary{SandboxID: "sb1", Waiting: map[string]string{"proxy": "CrashLoopBackOff"}, RequeueAfter: 10 * time.Second},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := summarize(computePodActions(pod, tt.status, func(*v1.Container, *kubecontainer.ContainerStatus) time.Duration { return tt.remaining }))
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("actions:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}

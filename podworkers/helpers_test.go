@@ -48,6 +48,11 @@ func specOf(pod *v1.Pod, name string) *v1.Container {
 			return &pod.Spec.Containers[i]
 		}
 	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
 	return nil
 }
 

@@ -129,9 +129,16 @@ func containerID(runtimeName, id string) string {
 	return runtimeName + "://" + id
 }
 
-// initialized reports whether every init container has succeeded.
-func initialized(inits []v1.ContainerStatus) bool {
-	for _, cs := range inits {
+// initialized reports whether every init container has succeeded, or, for
+// a sidecar (restartPolicy Always), has started.
+func initialized(pod *v1.Pod, inits []v1.ContainerStatus) bool {
+	for i, cs := range inits {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			if cs.State.Running == nil && cs.LastTerminationState.Terminated == nil && cs.State.Terminated == nil {
+				return false // never started
+			}
+			continue
+		}
 		if t := cs.State.Terminated; t == nil || t.ExitCode != 0 {
 			return false
 		}
@@ -139,12 +146,20 @@ func initialized(inits []v1.ContainerStatus) bool {
 	return true
 }
 
+// isSidecar reports whether an init container is a sidecar.
+func isSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
 // phase applies the kubelet's rules: Pending while init containers run (or
 // Failed when one failed under restartPolicy Never), then by the regular
 // containers' states.
 func phase(pod *v1.Pod, inits, statuses []v1.ContainerStatus) v1.PodPhase {
-	if !initialized(inits) {
-		for _, cs := range inits {
+	if !initialized(pod, inits) {
+		for i, cs := range inits {
+			if isSidecar(&pod.Spec.InitContainers[i]) {
+				continue
+			}
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
 				return v1.PodFailed
 			}
@@ -195,6 +210,11 @@ func conditions(pod *v1.Pod, rs *kubecontainer.PodStatus, st *v1.PodStatus, old 
 	for _, cs := range st.ContainerStatuses {
 		allReady = allReady && cs.Ready
 	}
+	for i, cs := range st.InitContainerStatuses {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			allReady = allReady && cs.Ready // sidecars count for readiness
+		}
+	}
 	sandboxReady := len(rs.Sandboxes) > 0 && rs.Sandboxes[0].State == runtimeapi.PodSandboxState_SANDBOX_READY
 	succeeded := st.Phase == v1.PodSucceeded
 	conds := []struct {
@@ -203,7 +223,7 @@ func conditions(pod *v1.Pod, rs *kubecontainer.PodStatus, st *v1.PodStatus, old 
 	}{
 		{v1.PodScheduled, true},
 		{v1.PodReadyToStartContainers, sandboxReady},
-		{v1.PodInitialized, initialized(st.InitContainerStatuses)},
+		{v1.PodInitialized, initialized(pod, st.InitContainerStatuses)},
 		{v1.ContainersReady, allReady && !succeeded},
 		{v1.PodReady, allReady && !succeeded},
 	}

@@ -536,3 +536,45 @@ func TestGenerateInitContainers(t *testing.T) {
 		})
 	}
 }
+
+func TestGenerateSidecars(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		RestartPolicy:  v1.RestartPolicyNever,
+		InitContainers: []v1.Container{{Name: "setup", Image: "img"}, {Name: "proxy", Image: "img", RestartPolicy: &always}},
+		Containers:     []v1.Container{{Name: "app", Image: "img"}},
+	}}
+	sb := &runtimeapi.PodSandboxStatus{Id: "sb", State: runtimeapi.PodSandboxState_SANDBOX_READY, Metadata: &runtimeapi.PodSandboxMetadata{}}
+	now := metav1.NewTime(time.Unix(100, 0))
+	ctr := func(name string, state runtimeapi.ContainerState, exit int32) *kubecontainer.ContainerStatus {
+		return &kubecontainer.ContainerStatus{ID: name + "-id", Name: name, State: state, ExitCode: exit, CreatedAt: time.Unix(50, 0), StartedAt: time.Unix(51, 0)}
+	}
+	gen := func(cs ...*kubecontainer.ContainerStatus) v1.PodStatus {
+		return Generate(GenerateInput{Pod: pod, Runtime: &kubecontainer.PodStatus{Sandboxes: []*runtimeapi.PodSandboxStatus{sb}, Containers: cs}, Now: now})
+	}
+	cond := func(st v1.PodStatus, typ v1.PodConditionType) v1.ConditionStatus {
+		for _, c := range st.Conditions {
+			if c.Type == typ {
+				return c.Status
+			}
+		}
+		return ""
+	}
+
+	// The sidecar runs and the app runs: initialized, running, ready.
+	st := gen(ctr("app", runtimeapi.ContainerState_CONTAINER_RUNNING, 0), ctr("proxy", runtimeapi.ContainerState_CONTAINER_RUNNING, 0), ctr("setup", runtimeapi.ContainerState_CONTAINER_EXITED, 0))
+	if st.Phase != v1.PodRunning || cond(st, v1.PodInitialized) != v1.ConditionTrue || cond(st, v1.PodReady) != v1.ConditionTrue {
+		t.Errorf("phase %s initialized %s ready %s, want Running True True", st.Phase, cond(st, v1.PodInitialized), cond(st, v1.PodReady))
+	}
+	// The sidecar not yet started: still initializing.
+	st = gen(ctr("setup", runtimeapi.ContainerState_CONTAINER_EXITED, 0))
+	if st.Phase != v1.PodPending || cond(st, v1.PodInitialized) != v1.ConditionFalse {
+		t.Errorf("before the sidecar: phase %s initialized %s, want Pending False", st.Phase, cond(st, v1.PodInitialized))
+	}
+	// The app succeeded under Never while the sidecar runs: Succeeded; a
+	// sidecar's exit never fails the pod.
+	st = gen(ctr("app", runtimeapi.ContainerState_CONTAINER_EXITED, 0), ctr("proxy", runtimeapi.ContainerState_CONTAINER_EXITED, 137), ctr("setup", runtimeapi.ContainerState_CONTAINER_EXITED, 0))
+	if st.Phase != v1.PodSucceeded {
+		t.Errorf("app done, sidecar killed: phase %s, want Succeeded", st.Phase)
+	}
+}
