@@ -197,6 +197,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		BackOffInitial: 10 * time.Second,
 		BackOffMax:     a.cfg.MaxContainerRestartPeriod,
 		BackOffReset:   10 * time.Minute,
+		// The kubelet's image pull back-off; credentials come from
+		// <root-dir>/config.json, read at each pull.
+		ImagePullBackOffInitial: 10 * time.Second,
+		ImagePullBackOffMax:     5 * time.Minute,
 	})
 	a.workers = podworkers.New(podworkers.Config{
 		Syncer:         syncer,

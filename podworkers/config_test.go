@@ -36,7 +36,7 @@ func TestContainerConfig(t *testing.T) {
 		c.TerminationMessagePolicy = v1.TerminationMessageReadFile
 	})
 	c := &pod.Spec.Containers[0]
-	cfg, err := containerConfig(pod, c, 3, "sha256:ref", podEnv{NodeName: "node1"})
+	cfg, err := containerConfig(pod, c, containerOpts{RestartCount: 3, ImageRef: "sha256:ref", Env: podEnv{NodeName: "node1"}})
 	if err != nil {
 		t.Fatalf("containerConfig: %v", err)
 	}
@@ -93,7 +93,7 @@ func TestContainerConfig(t *testing.T) {
 
 func TestContainerConfigDefaultGrace(t *testing.T) {
 	pod := newPod("web", []string{"app"})
-	cfg, err := containerConfig(pod, &pod.Spec.Containers[0], 0, "img-app", podEnv{})
+	cfg, err := containerConfig(pod, &pod.Spec.Containers[0], containerOpts{ImageRef: "img-app"})
 	if err != nil {
 		t.Fatalf("containerConfig: %v", err)
 	}
@@ -290,7 +290,7 @@ func TestContainerConfigEnvFrom(t *testing.T) {
 	pod := newPod("web", []string{"app"}, func(p *v1.Pod) {
 		p.Spec.Containers[0].EnvFrom = []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}}
 	})
-	_, err := containerConfig(pod, &pod.Spec.Containers[0], 0, "img", podEnv{})
+	_, err := containerConfig(pod, &pod.Spec.Containers[0], containerOpts{ImageRef: "img"})
 	var ce *configError
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want a configError", err)

@@ -25,9 +25,29 @@ type podEnv struct {
 	PodIPs   []string
 }
 
-// containerConfig converts one container of pod into its CRI config.
-func containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, imageRef string, penv podEnv) (*runtimeapi.ContainerConfig, error) {
-	envs, err := makeEnv(pod, c, penv)
+// containerOpts is what containerConfig needs besides the pod and the
+// container.
+type containerOpts struct {
+	RestartCount int
+	// ImageRef is the image to create the container from; ImageUser the
+	// user it runs as, from the runtime's ImageStatus (zero: unknown).
+	ImageRef  string
+	ImageUser imageUser
+	Env       podEnv
+	// SeccompRoot holds Localhost seccomp profiles (<root-dir>/seccomp).
+	SeccompRoot string
+}
+
+// containerConfig converts one container of pod into its CRI config:
+// identity, command and env, resources (resources.go) and security context
+// (security.go). A spec it cannot honour, or a runAsNonRoot it must
+// refuse, yields a configError. Mounts are added by the caller.
+func containerConfig(pod *v1.Pod, c *v1.Container, opts containerOpts) (*runtimeapi.ContainerConfig, error) {
+	envs, err := makeEnv(pod, c, opts.Env)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := linuxSecurityContext(pod, c, opts.ImageUser, opts.SeccompRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -35,6 +55,7 @@ func containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, imageRef st
 	for _, e := range envs {
 		vars[e.Key] = string(e.Value)
 	}
+	restartCount := opts.RestartCount
 	annotations := map[string]string{
 		kubecontainer.AnnotationContainerHash:            kubecontainer.HashContainer(c),
 		kubecontainer.AnnotationRestartCount:             strconv.Itoa(restartCount),
@@ -44,7 +65,7 @@ func containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, imageRef st
 	}
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
-		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
+		Image:       &runtimeapi.ImageSpec{Image: opts.ImageRef, UserSpecifiedImage: c.Image},
 		Command:     expandAll(c.Command, vars),
 		Args:        expandAll(c.Args, vars),
 		WorkingDir:  c.WorkingDir,
@@ -56,11 +77,21 @@ func containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, imageRef st
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
-				NamespaceOptions: namespaceOptions(pod),
-			},
+			Resources:       linuxResources(c),
+			SecurityContext: sc,
 		},
+		StopSignal: stopSignal(c),
 	}, nil
+}
+
+// stopSignal is lifecycle.stopSignal as the CRI enum; unset leaves the
+// runtime to use the image's STOPSIGNAL, else SIGTERM. Runtimes older than
+// the field (containerd 1.6) ignore it.
+func stopSignal(c *v1.Container) runtimeapi.Signal {
+	if c.Lifecycle == nil || c.Lifecycle.StopSignal == nil {
+		return runtimeapi.Signal_RUNTIME_DEFAULT
+	}
+	return runtimeapi.Signal(runtimeapi.Signal_value[string(*c.Lifecycle.StopSignal)])
 }
 
 // ContainerLogPath is a container's log file relative to its pod's log

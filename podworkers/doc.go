@@ -23,6 +23,10 @@
 // pull) and as statuses handed to the status sink after each sync.
 //
 // The Syncer holds the pod sync itself: which sandbox and containers to
-// create, start or kill (computePodActions), and the conversions from a v1
-// Pod to CRI configs (sandbox_config.go, container_config.go).
+// create, start or kill (actions.go: init containers, sidecars, restart
+// policy and crash-loop back-off), the conversions from a v1 Pod to CRI
+// configs (sandbox_config.go, container_config.go, resources.go,
+// security.go), images with pull back-off and node credentials
+// (images.go), lifecycle hooks (hooks.go) and termination messages
+// (termination_message.go).
 package podworkers

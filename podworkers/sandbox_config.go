@@ -46,11 +46,17 @@ func (s *Syncer) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandb
 	if !pod.Spec.HostNetwork {
 		cfg.Hostname = podHostname(pod)
 	}
+	// containerd refuses a privileged container in a sandbox not created
+	// privileged.
+	cfg.Linux.SecurityContext.Privileged = hasPrivilegedContainer(pod)
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		lsc := cfg.Linux.SecurityContext
 		lsc.RunAsUser = int64Value(sc.RunAsUser)
 		lsc.RunAsGroup = int64Value(sc.RunAsGroup)
-		lsc.SupplementalGroups = sc.SupplementalGroups
+		if sc.FSGroup != nil {
+			lsc.SupplementalGroups = append(lsc.SupplementalGroups, *sc.FSGroup)
+		}
+		lsc.SupplementalGroups = append(lsc.SupplementalGroups, sc.SupplementalGroups...)
 		for _, sysctl := range sc.Sysctls {
 			if cfg.Linux.Sysctls == nil {
 				cfg.Linux.Sysctls = map[string]string{}

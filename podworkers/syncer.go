@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ type runtimeService interface {
 	StartContainer(ctx context.Context, containerID string) error
 	StopContainer(ctx context.Context, containerID string, timeout int64) error
 	RemoveContainer(ctx context.Context, containerID string) error
+	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout []byte, stderr []byte, err error)
 }
 
 // imageService is the part of the CRI image service the syncer uses.
@@ -69,6 +71,12 @@ type SyncerConfig struct {
 	BackOffInitial time.Duration
 	BackOffMax     time.Duration
 	BackOffReset   time.Duration
+	// Image pull back-off: after a failed pull of an image for a pod, the
+	// next waits ImagePullBackOffInitial, doubling to ImagePullBackOffMax.
+	// Zero means the kubelet's 10s and 5m. Registry credentials are read
+	// from <RootDir>/config.json (see images.go).
+	ImagePullBackOffInitial time.Duration
+	ImagePullBackOffMax     time.Duration
 }
 
 // Syncer does the runtime work of pod workers. It is safe for concurrent
@@ -77,10 +85,15 @@ type SyncerConfig struct {
 type Syncer struct {
 	cfg     SyncerConfig
 	backOff *backOff
+	pulls   *pullBackOff
 	// waiting remembers, per pod, why containers could not start at the
 	// last sync (image pull and create errors) so the status shows it.
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]kubecontainer.Waiting
+	// messages holds the termination messages read for exited containers.
+	messages terminationMessages
+	// hooks runs lifecycle handlers.
+	hooks *hookRunner
 }
 
 var _ podSyncer = (*Syncer)(nil)
@@ -90,7 +103,9 @@ func NewSyncer(cfg SyncerConfig) *Syncer {
 	return &Syncer{
 		cfg:     cfg,
 		backOff: newBackOff(cfg.Clock, cfg.BackOffInitial, cfg.BackOffMax, cfg.BackOffReset),
+		pulls:   newPullBackOff(cfg.Clock, cfg.ImagePullBackOffInitial, cfg.ImagePullBackOffMax),
 		waiting: map[types.UID]map[string]kubecontainer.Waiting{},
+		hooks:   newHookRunner(cfg.Runtime, cfg.Clock, cfg.HostIP),
 	}
 }
 
@@ -106,6 +121,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 		return SyncResult{StatusTime: status.TimeStamp, RequeueAfter: actions.RequeueAfter}, nil
 	}
 	logger.V(3).Info("Syncing pod", "createSandbox", actions.CreateSandbox, "start", len(actions.ContainersToStart), "kill", len(actions.ContainersToKill))
+	// Report what the runtime shows before acting on it: a container that
+	// died is shown terminated now, not only once its replacement runs.
+	s.report(pod, status, actions.Waiting)
 
 	syncErr := s.apply(ctx, pod, status, &actions)
 	fresh, err := s.refresh(ctx, pod.UID)
@@ -123,11 +141,11 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus, actions *podActions) error {
 	grace := podGracePeriod(pod)
 	if actions.KillPod {
-		if err := s.killPod(ctx, status, grace); err != nil {
+		if err := s.killPod(ctx, pod, status, grace); err != nil {
 			return fmt.Errorf("kill pod before recreating its sandbox: %w", err)
 		}
 	}
-	if err := s.killContainers(ctx, actions.ContainersToKill, grace); err != nil {
+	if err := s.killContainers(ctx, pod, status, actions.ContainersToKill, grace); err != nil {
 		return err
 	}
 	for _, id := range actions.ContainersToReplace {
@@ -146,7 +164,7 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 	}
 	// Images are checked (and pulled) while the sandbox starts: the two
 	// do not depend on each other, and both are slow.
-	images := s.prefetchImages(ctx, actions.ContainersToStart, sandboxConfig)
+	images := s.prefetchImages(ctx, pod, actions.ContainersToStart, sandboxConfig)
 	if actions.CreateSandbox {
 		id, err := s.runSandbox(ctx, pod, sandboxConfig)
 		if err != nil {
@@ -163,8 +181,24 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 
 	var firstErr error
 	for _, cts := range actions.ContainersToStart {
-		if w, err := s.startContainer(ctx, pod, cts, sandboxID, sandboxConfig, penv, images.results[cts.Container.Name]); err != nil {
-			actions.Waiting[cts.Container.Name] = w
+		img := images.results[cts.Container.Name]
+		if img.retryAfter > 0 {
+			// The pull failed or backs off: no error, the worker comes
+			// back when the image may be pulled again.
+			actions.Waiting[cts.Container.Name] = img.waiting
+			if actions.RequeueAfter == 0 || img.retryAfter < actions.RequeueAfter {
+				actions.RequeueAfter = img.retryAfter
+			}
+			continue
+		}
+		if w, err := s.startContainer(ctx, pod, cts, sandboxID, sandboxConfig, penv, img); err != nil {
+			if w.Reason != "" {
+				actions.Waiting[cts.Container.Name] = w
+			} else {
+				// It started, and failed after (its postStart hook).
+				delete(actions.Waiting, cts.Container.Name)
+				s.clearWaiting(pod.UID, cts.Container.Name)
+			}
 			if firstErr == nil {
 				firstErr = err
 			}
@@ -207,13 +241,25 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, cts containerT
 	if img.err != nil {
 		return img.waiting, img.err
 	}
-	imageRef := img.ref
-	cfg, err := containerConfig(pod, c, cts.RestartCount, imageRef, penv)
+	user, err := s.imageUser(ctx, img.ref)
+	if err != nil {
+		return kubecontainer.Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}, err
+	}
+	cfg, err := containerConfig(pod, c, containerOpts{
+		RestartCount: cts.RestartCount,
+		ImageRef:     img.ref,
+		ImageUser:    user,
+		Env:          penv,
+		SeccompRoot:  filepath.Join(s.cfg.RootDir, "seccomp"),
+	})
 	if err != nil {
 		return kubecontainer.Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}, err
 	}
 	if err := os.MkdirAll(filepath.Join(sandboxConfig.LogDirectory, c.Name), 0o755); err != nil {
 		return kubecontainer.Waiting{Reason: "CreateContainerError", Message: err.Error()}, fmt.Errorf("create log directory of container %q: %w", c.Name, err)
+	}
+	if err := addTerminationMessageMount(cfg, s.podDir(pod.UID), c, cts.RestartCount); err != nil {
+		return kubecontainer.Waiting{Reason: "CreateContainerError", Message: err.Error()}, err
 	}
 	id, err := s.cfg.Runtime.CreateContainer(ctx, sandboxID, cfg, sandboxConfig)
 	if err != nil {
@@ -223,14 +269,34 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, cts containerT
 		return kubecontainer.Waiting{Reason: "RunContainerError", Message: err.Error()}, fmt.Errorf("start container %q (%s): %w", c.Name, id, err)
 	}
 	logger.V(2).Info("Started container", "containerID", id, "restartCount", cts.RestartCount)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		if err := s.hooks.run(ctx, pod, c, id, c.Lifecycle.PostStart, penv.PodIPs, postStartTimeout); err != nil {
+			// As the kubelet: a failed postStart hook kills the container;
+			// the restart policy decides the rest.
+			logger.Info("FailedPostStartHook: killing the container", "containerID", id, "err", err)
+			if stopErr := s.cfg.Runtime.StopContainer(ctx, id, podGracePeriod(pod)); stopErr != nil && !kubecontainer.IsNotFound(stopErr) {
+				err = errors.Join(err, stopErr)
+			}
+			// The container ran: its status is its own (terminated, then
+			// per the restart policy), not a waiting reason.
+			return kubecontainer.Waiting{}, fmt.Errorf("postStart hook of container %q: %w", c.Name, err)
+		}
+	}
 	return kubecontainer.Waiting{}, nil
 }
 
-// imageResult is the outcome of ensureImage for one container.
+// postStartTimeout bounds a postStart hook, which the kubelet does not
+// bound at all: a hook that hangs must not hang the pod's worker forever.
+const postStartTimeout = 2 * time.Minute
+
+// imageResult is the outcome of ensureImage for one container: the image
+// to create it from, or why it waits. retryAfter > 0 means the image's
+// pull failed or backs off: not an error, the pod is synced again then.
 type imageResult struct {
-	ref     string
-	waiting kubecontainer.Waiting
-	err     error
+	ref        string
+	waiting    kubecontainer.Waiting
+	err        error
+	retryAfter time.Duration
 }
 
 // imagePrefetch holds the images of the containers to start; results is
@@ -242,13 +308,12 @@ type imagePrefetch struct {
 
 // prefetchImages ensures, in one goroutine, the image of every container to
 // start, in order.
-func (s *Syncer) prefetchImages(ctx context.Context, cs []containerToStart, sandboxConfig *runtimeapi.PodSandboxConfig) *imagePrefetch {
+func (s *Syncer) prefetchImages(ctx context.Context, pod *v1.Pod, cs []containerToStart, sandboxConfig *runtimeapi.PodSandboxConfig) *imagePrefetch {
 	p := &imagePrefetch{done: make(chan struct{}), results: make(map[string]imageResult, len(cs))}
 	go func() {
 		defer close(p.done)
 		for _, cts := range cs {
-			ref, w, err := s.ensureImage(ctx, cts.Container, sandboxConfig)
-			p.results[cts.Container.Name] = imageResult{ref: ref, waiting: w, err: err}
+			p.results[cts.Container.Name] = s.ensureImage(ctx, pod, cts.Container, sandboxConfig)
 		}
 	}()
 	return p
@@ -266,45 +331,21 @@ func needsPodIP(cs []containerToStart) bool {
 	return false
 }
 
-// ensureImage returns the image reference to create the container from,
-// pulling the image when the pull policy asks for it.
-func (s *Syncer) ensureImage(ctx context.Context, c *v1.Container, sandboxConfig *runtimeapi.PodSandboxConfig) (string, kubecontainer.Waiting, error) {
-	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
-	resp, err := s.cfg.Images.ImageStatus(ctx, spec, false)
-	if err != nil {
-		return "", kubecontainer.Waiting{Reason: "ErrImageInspect", Message: err.Error()}, fmt.Errorf("inspect image %q: %w", c.Image, err)
-	}
-	present := resp.GetImage() != nil
-	switch {
-	case c.ImagePullPolicy == v1.PullNever && !present:
-		msg := fmt.Sprintf("container image %q is not present with pull policy of Never", c.Image)
-		return "", kubecontainer.Waiting{Reason: "ErrImageNeverPull", Message: msg}, errors.New(msg)
-	case c.ImagePullPolicy == v1.PullAlways || !present:
-		ref, err := s.cfg.Images.PullImage(ctx, spec, nil, sandboxConfig)
-		if err != nil {
-			msg := fmt.Sprintf("pull image %q: %v", c.Image, err)
-			return "", kubecontainer.Waiting{Reason: "ErrImagePull", Message: msg}, fmt.Errorf("pull image %q: %w", c.Image, err)
-		}
-		return ref, kubecontainer.Waiting{}, nil
-	default:
-		return resp.Image.Id, kubecontainer.Waiting{}, nil
-	}
-}
-
-// killContainers stops the given containers concurrently.
-func (s *Syncer) killContainers(ctx context.Context, kill map[string]containerToKill, grace int64) error {
+// killContainers stops the given containers concurrently, each after its
+// preStop hook, within grace seconds in all.
+func (s *Syncer) killContainers(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus, kill map[string]containerToKill, grace int64) error {
 	if len(kill) == 0 {
 		return nil
 	}
+	deadline := s.cfg.Clock.Now().Add(time.Duration(grace) * time.Second)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(kill))
 	for id, k := range kill {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			klog.FromContext(ctx).V(2).Info("Killing container", "container", k.Name, "containerID", id, "reason", k.Reason, "gracePeriod", grace)
-			if err := s.cfg.Runtime.StopContainer(ctx, id, grace); err != nil && !kubecontainer.IsNotFound(err) {
-				errs <- fmt.Errorf("stop container %q (%s): %w", k.Name, id, err)
+			if err := s.killContainer(ctx, pod, status, id, k, deadline); err != nil {
+				errs <- err
 			}
 		}()
 	}
@@ -317,16 +358,81 @@ func (s *Syncer) killContainers(ctx context.Context, kill map[string]containerTo
 	return errors.Join(all...)
 }
 
-// killPod stops every running container, then every ready sandbox.
-func (s *Syncer) killPod(ctx context.Context, status *kubecontainer.PodStatus, grace int64) error {
-	kill := map[string]containerToKill{}
-	for _, cs := range status.Containers {
-		if cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			kill[cs.ID] = containerToKill{Name: cs.Name, Reason: "pod terminating"}
+// killContainer runs the container's preStop hook, then stops it (SIGTERM,
+// SIGKILL after what is left of the grace period until deadline). Grace
+// periods only shrink: the hook's time is taken from the container's.
+func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus, id string, k containerToKill, deadline time.Time) error {
+	logger := klog.FromContext(ctx).WithValues("container", k.Name, "containerID", id)
+	if c := containerSpec(pod, k.Name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		if left := deadline.Sub(s.cfg.Clock.Now()); left > 0 {
+			var ips []string
+			if status != nil {
+				ips = status.IPs
+			}
+			if err := s.hooks.run(ctx, pod, c, id, c.Lifecycle.PreStop, ips, left); err != nil {
+				logger.Info("FailedPreStopHook", "err", err)
+			}
 		}
 	}
-	if err := s.killContainers(ctx, kill, grace); err != nil {
+	grace := int64(0)
+	if left := deadline.Sub(s.cfg.Clock.Now()); left > 0 {
+		grace = int64((left + time.Second - 1) / time.Second)
+	}
+	logger.V(2).Info("Killing container", "reason", k.Reason, "gracePeriod", grace)
+	if err := s.cfg.Runtime.StopContainer(ctx, id, grace); err != nil && !kubecontainer.IsNotFound(err) {
+		return fmt.Errorf("stop container %q (%s): %w", k.Name, id, err)
+	}
+	return nil
+}
+
+// containerSpec returns the spec of the container called name, regular or
+// init; nil when the pod has none (an orphan rebuilt from the runtime).
+func containerSpec(pod *v1.Pod, name string) *v1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}
+
+// killPod stops every running container, then every ready sandbox, within
+// grace seconds. Sidecars are stopped after the other containers have
+// exited, one after another in reverse order, with what is left of the
+// grace period.
+func (s *Syncer) killPod(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus, grace int64) error {
+	deadline := s.cfg.Clock.Now().Add(time.Duration(grace) * time.Second)
+	sidecarOrder := map[string]int{}
+	for i := range pod.Spec.InitContainers {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			sidecarOrder[pod.Spec.InitContainers[i].Name] = i + 1
+		}
+	}
+	kill := map[string]containerToKill{}
+	var sidecars []*kubecontainer.ContainerStatus
+	for _, cs := range status.Containers {
+		if cs.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		if sidecarOrder[cs.Name] > 0 {
+			sidecars = append(sidecars, cs)
+			continue
+		}
+		kill[cs.ID] = containerToKill{Name: cs.Name, Reason: "pod terminating"}
+	}
+	if err := s.killContainers(ctx, pod, status, kill, grace); err != nil {
 		return err
+	}
+	sort.Slice(sidecars, func(i, j int) bool { return sidecarOrder[sidecars[i].Name] > sidecarOrder[sidecars[j].Name] })
+	for _, cs := range sidecars {
+		if err := s.killContainer(ctx, pod, status, cs.ID, containerToKill{Name: cs.Name, Reason: "pod terminating (sidecar)"}, deadline); err != nil {
+			return err
+		}
 	}
 	for _, sb := range status.Sandboxes {
 		if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
@@ -364,7 +470,7 @@ func (s *Syncer) removeDead(ctx context.Context, actions *podActions) {
 // sandboxes.
 func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus, gracePeriod int64) (SyncResult, error) {
 	klog.FromContext(ctx).V(2).Info("Terminating pod", "gracePeriod", gracePeriod)
-	killErr := s.killPod(ctx, status, gracePeriod)
+	killErr := s.killPod(ctx, pod, status, gracePeriod)
 	fresh, err := s.refresh(ctx, pod.UID)
 	if err != nil {
 		return SyncResult{}, errors.Join(killErr, err)
@@ -403,9 +509,11 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, status *kub
 		}
 	}
 	s.backOff.forget(string(pod.UID) + "/")
+	s.pulls.forget(pod.UID)
 	s.mu.Lock()
 	delete(s.waiting, pod.UID)
 	s.mu.Unlock()
+	s.messages.forget(pod.UID)
 	s.cfg.Status.RemovePod(pod.UID)
 	klog.FromContext(ctx).V(2).Info("Pod removed from the runtime")
 	return SyncResult{StatusTime: fresh.TimeStamp}, nil
@@ -449,6 +557,7 @@ func (s *Syncer) report(pod *v1.Pod, status *kubecontainer.PodStatus, waiting ma
 	}
 	s.waiting[pod.UID] = keep
 	s.mu.Unlock()
+	status = s.messages.fill(pod, status, s.podDir(pod.UID), PodLogsDir(s.cfg.PodLogsDir, pod))
 	s.cfg.Status.SetPodStatus(pod, status, merged)
 }
 

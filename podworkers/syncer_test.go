@@ -394,9 +394,11 @@ func TestSyncPodPullFailure(t *testing.T) {
 	boom := errors.New("registry down")
 	f.img.InjectError("PullImage", boom)
 
-	_, err := f.sync(t, pod)
-	if !errors.Is(err, boom) {
-		t.Fatalf("SyncPod error = %v, want it to wrap %v", err, boom)
+	// A failed pull is no sync error: the pull backs off and the worker
+	// comes back when it ends (images_test.go tests the back-off).
+	res, err := f.sync(t, pod)
+	if err != nil || res.RequeueAfter != 10*time.Second {
+		t.Fatalf("SyncPod = %+v, %v; want no error and a requeue after the 10s pull back-off", res, err)
 	}
 	if got := f.changes(); !slices.Equal(got, []string{"RunPodSandbox"}) {
 		t.Errorf("runtime changes = %v, want only the sandbox", got)
@@ -406,15 +408,17 @@ func TestSyncPodPullFailure(t *testing.T) {
 		t.Errorf("waiting = %+v, want ErrImagePull naming the image and the cause", w)
 	}
 
-	// A retry that fails again reports the error again.
+	// A retry after the back-off that fails again reports the error again.
 	f.resetCalls()
 	f.img.InjectError("PullImage", boom)
+	f.clock.Step(10 * time.Second)
 	_, _ = f.sync(t, pod) // fails as above
 	if w := f.status.last(t).waiting["app"]; w.Reason != "ErrImagePull" {
 		t.Errorf("second failure: waiting = %+v", w)
 	}
 
 	// Once the pull works the container runs and the error is gone.
+	f.clock.Step(20 * time.Second) // the second back-off
 	f.mustSync(t, pod)
 	if got := runningNames(f.cached(t, pod)); !slices.Equal(got, []string{"app"}) {
 		t.Errorf("running = %v", got)
@@ -443,6 +447,7 @@ func TestSyncPodStaleWaitingAfterFastExit(t *testing.T) {
 		now := f.clock.Now()
 		f.exit(t, id, 0, now, now)
 	}
+	f.clock.Step(10 * time.Second) // the pull back-off
 	f.mustSync(t, pod)
 	st := f.cached(t, pod)
 	if cs := st.FindContainer("app"); cs == nil || cs.State != runtimeapi.ContainerState_CONTAINER_EXITED || cs.ExitCode != 0 {

@@ -1,0 +1,136 @@
+package podworkers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// The kubelet's constants for turning CPU quantities into cgroup values
+// (pkg/kubelet/cm and kuberuntime/helpers_linux.go).
+const (
+	minShares     = 2
+	maxShares     = 262144
+	sharesPerCPU  = 1024
+	milliCPUToCPU = 1000
+	// quotaPeriod is the CFS period in microseconds (100ms), the kubelet's
+	// default when the CPUCFSQuotaPeriod feature is off.
+	quotaPeriod = 100000
+	// minQuota is the smallest CFS quota the kernel accepts (1ms).
+	minQuota = 1000
+)
+
+// linuxResources converts a container's requests and limits into CRI
+// resources as the kubelet does: cpu shares from the cpu request (or from
+// the cpu limit when no request is given), a CFS quota from the cpu limit
+// over a 100ms period, the memory limit, and hugepage limits.
+//
+// The OOM score adjustment is left at 0: the kubelet sets it from the QoS
+// class, but lowering it needs CAP_SYS_RESOURCE, which the machines this
+// agent targets lack, and containerd's restrict_oom_score_adj raises any
+// lower value to its own anyway.
+func linuxResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
+	cpuLimit := c.Resources.Limits.Cpu().MilliValue()
+	var shares int64
+	if req, ok := c.Resources.Requests[v1.ResourceCPU]; ok {
+		shares = milliCPUToShares(req.MilliValue())
+	} else {
+		// The API server defaults a missing request to the limit; the
+		// kubelet repeats it for pods that did not pass through one.
+		shares = milliCPUToShares(cpuLimit)
+	}
+	return &runtimeapi.LinuxContainerResources{
+		CpuShares:          shares,
+		CpuPeriod:          quotaPeriod,
+		CpuQuota:           milliCPUToQuota(cpuLimit, quotaPeriod),
+		MemoryLimitInBytes: c.Resources.Limits.Memory().Value(),
+		HugepageLimits:     hugepageLimits(c.Resources.Limits),
+	}
+}
+
+// milliCPUToShares is cm.MilliCPUToShares: 1024 shares per CPU, at least 2
+// (the kernel's floor, also what no request at all gets) and at most 262144.
+func milliCPUToShares(milliCPU int64) int64 {
+	if milliCPU == 0 {
+		return minShares
+	}
+	shares := milliCPU * sharesPerCPU / milliCPUToCPU
+	switch {
+	case shares < minShares:
+		return minShares
+	case shares > maxShares:
+		return maxShares
+	}
+	return shares
+}
+
+// milliCPUToQuota is the kubelet's milliCPUToQuota: the CPU time allowed
+// per period, at least 1ms; 0 (no quota) when there is no limit.
+func milliCPUToQuota(milliCPU, period int64) int64 {
+	if milliCPU == 0 {
+		return 0
+	}
+	quota := milliCPU * period / milliCPUToCPU
+	if quota < minQuota {
+		return minQuota
+	}
+	return quota
+}
+
+// hugepageLimits returns a limit per hugepages-<size> resource in limits,
+// its page size written as runc expects it ("2MB", "1GB"), sorted by size.
+// Unlike the kubelet it does not add a zero limit for every other page
+// size the machine has (read from sysfs): that would make every container
+// depend on the hugetlb controller, which hosts of this project's kind do
+// not mount; only the pods that ask for hugepages should. A name that
+// does not parse is skipped, as the kubelet skips it.
+func hugepageLimits(limits v1.ResourceList) []*runtimeapi.HugepageLimit {
+	type limit struct {
+		size int64
+		hl   *runtimeapi.HugepageLimit
+	}
+	var out []limit
+	for name, q := range limits {
+		sizeStr, ok := strings.CutPrefix(string(name), v1.ResourceHugePagesPrefix)
+		if !ok {
+			continue
+		}
+		size, err := resource.ParseQuantity(sizeStr)
+		if err != nil || size.Value() <= 0 {
+			continue
+		}
+		pageSize, err := hugePageUnitSize(size.Value())
+		if err != nil {
+			continue
+		}
+		out = append(out, limit{size.Value(), &runtimeapi.HugepageLimit{PageSize: pageSize, Limit: uint64(q.Value())}})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].size < out[j].size })
+	hls := make([]*runtimeapi.HugepageLimit, len(out))
+	for i, l := range out {
+		hls[i] = l.hl
+	}
+	return hls
+}
+
+// hugePageUnitSize writes a page size in bytes in the largest unit that
+// divides it, as v1helper.HugePageUnitSizeFromByteSize: 2097152 is "2MB".
+func hugePageUnitSize(size int64) (string, error) {
+	units := []string{"B", "KB", "MB", "GB", "TB", "PB"}
+	i := 0
+	for size%1024 == 0 && i < len(units)-1 {
+		size /= 1024
+		i++
+	}
+	if size > 1024 && i < len(units)-1 {
+		return "", fmt.Errorf("hugepage size %d%s is not a whole number of the largest unit", size, units[i])
+	}
+	return fmt.Sprintf("%d%s", size, units[i]), nil
+}
