@@ -18,7 +18,10 @@ PAUSE_REF=localhost/minikubelet/pause:3.10
 BUSYBOX_REF=localhost/minikubelet/busybox:1.35
 BUSYBOX_BIN=/bin/busybox
 IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-PACKAGES=(containerd runc containernetworking-plugins busybox-static iproute2 util-linux)
+# docker-registry, apache2-utils (htpasswd) and skopeo serve the image pull
+# tests: a local registry, its htpasswd auth, and pushing the cached images.
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iproute2 util-linux
+	docker-registry apache2-utils skopeo)
 
 CACHE=${MINIKUBELET_CACHE:-/var/cache/minikubelet}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -47,6 +50,11 @@ install_packages() {
 	log "installing ${missing[*]}"
 	apt-get update -q
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+	# The tests run their own registries on free ports; the package's system
+	# service (:5000) is not wanted where systemd would start it.
+	if [[ " ${missing[*]} " == *" docker-registry "* && -d /run/systemd/system ]]; then
+		systemctl disable --now docker-registry.service || true
+	fi
 }
 
 # build_containerd2 builds containerd, its runc shim and ctr at $CONTAINERD_VERSION
