@@ -153,7 +153,7 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 			return fmt.Errorf("remove container %s before replacing it: %w", id, err)
 		}
 	}
-	s.removeDead(ctx, actions)
+	s.removeDead(ctx, status, actions)
 
 	sandboxID := actions.SandboxID
 	sandboxConfig := s.sandboxConfig(pod, actions.Attempt)
@@ -445,13 +445,22 @@ func (s *Syncer) killPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 	return nil
 }
 
-// removeDead removes containers and sandboxes no status needs; failures
-// are only logged, the next sync tries again.
-func (s *Syncer) removeDead(ctx context.Context, actions *podActions) {
+// removeDead removes containers and sandboxes no status needs, and the
+// containers' log files (the runtime leaves them, as the kubelet's GC
+// removes them); failures are only logged, the next sync tries again.
+func (s *Syncer) removeDead(ctx context.Context, status *kubecontainer.PodStatus, actions *podActions) {
 	logger := klog.FromContext(ctx)
 	for _, id := range actions.ContainersToRemove {
 		if err := s.cfg.Runtime.RemoveContainer(ctx, id); err != nil && !kubecontainer.IsNotFound(err) {
 			logger.V(2).Info("Removing dead container failed", "containerID", id, "err", err)
+			continue
+		}
+		for _, cs := range status.Containers {
+			if cs.ID == id && filepath.IsAbs(cs.LogPath) {
+				if err := os.Remove(cs.LogPath); err != nil && !os.IsNotExist(err) {
+					logger.V(2).Info("Removing a dead container's log failed", "containerID", id, "err", err)
+				}
+			}
 		}
 	}
 	for _, id := range actions.SandboxesToRemove {

@@ -49,6 +49,8 @@ type ContainerStatus struct {
 	// PodTerminationGrace is the pod's grace period, in seconds, when the
 	// container was created; -1 when unknown.
 	PodTerminationGrace int64
+	// LogPath is the container's log file, as the runtime reports it.
+	LogPath string
 }
 
 // FindContainer returns the newest status of the container called name, or
@@ -214,6 +216,7 @@ func FromCRIStatus(s *runtimeapi.ContainerStatus, sandboxID string) *ContainerSt
 		SandboxID:    sandboxID,
 
 		PodTerminationGrace: graceFromAnnotations(s.Annotations),
+		LogPath:             s.LogPath,
 	}
 }
 
