@@ -165,3 +165,32 @@ func TestRestartTerminatesVanishedKeepsBadAndForeign(t *testing.T) {
 		}
 	})
 }
+
+// A container whose spec changed while the agent was down is restarted
+// when the agent comes back; the pod's other container is adopted as is.
+func TestRestartAppliesEditMadeWhileDown(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
+		a := startAgent(t, rt)
+		a.writeManifest("edit.yaml", editPod(env.busybox, "echo one; exec sleep 3600"))
+		before := a.waitRunning("edit", 60*time.Second)
+		a.kill()
+		a.writeManifest("edit.yaml", editPod(env.busybox, "echo two; exec sleep 3600"))
+		a.restart()
+		oldB := containerStatus(before, "b").ContainerID
+		var after = before
+		waitFor(t, 30*time.Second, "b restarted with the spec edited while the agent was down", func() (bool, string) {
+			after = a.pod("edit")
+			if after == nil {
+				return false, "not on /pods"
+			}
+			b := containerStatus(after, "b")
+			return b.ContainerID != oldB && b.State.Running != nil, describe(after)
+		})
+		if got, want := containerStatus(after, "a").ContainerID, containerStatus(before, "a").ContainerID; got != want {
+			t.Errorf("container a restarted (%s -> %s) though only b changed", want, got)
+		}
+		if n := containerStatus(after, "b").RestartCount; n != 1 {
+			t.Errorf("b restartCount = %d, want 1", n)
+		}
+	})
+}
