@@ -40,14 +40,8 @@ type run struct {
 	// skipped holds the names already logged as not being manifests.
 	skipped map[string]bool
 
-	// pending is the snapshot waiting to be sent, nil when the last one
-	// sent is current; pendingKey is its key.
-	pending    *sources.Update
-	pendingKey string
-	// sentKey is the key of the last snapshot sent; everSent is false
-	// until the first one was.
-	sentKey  string
-	everSent bool
+	// outbox holds the snapshot waiting to be sent.
+	outbox sources.Outbox
 }
 
 // fileState is what the source knows of one manifest file.
@@ -244,18 +238,7 @@ func (r *run) nextQuietCheck() (time.Duration, bool) {
 // prepare builds the snapshot of the current state and makes it pending
 // unless it equals the last one sent.
 func (r *run) prepare() {
-	u, key := r.snapshot()
-	if r.everSent && key == r.sentKey {
-		r.pending, r.pendingKey = nil, ""
-		return
-	}
-	r.pending, r.pendingKey = &u, key
-}
-
-// sent records that the pending snapshot was sent.
-func (r *run) sent() {
-	r.sentKey, r.everSent = r.pendingKey, true
-	r.pending, r.pendingKey = nil, ""
+	r.outbox.Offer(r.snapshot())
 }
 
 // snapshot returns the Update of the current state, and a key that is equal

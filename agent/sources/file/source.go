@@ -111,8 +111,8 @@ func (s *Source) Run(ctx context.Context, out chan<- sources.Update) {
 			eventsC <-chan fsnotify.Event
 			errorsC <-chan error
 		)
-		if r.pending != nil {
-			sendC, pending = out, *r.pending
+		if u, ok := r.outbox.Pending(); ok {
+			sendC, pending = out, u
 		}
 		if quiet != nil {
 			quietC = quiet.C()
@@ -125,7 +125,7 @@ func (s *Source) Run(ctx context.Context, out chan<- sources.Update) {
 		case <-ctx.Done():
 			return
 		case sendC <- pending:
-			r.sent()
+			r.outbox.Sent()
 		case <-ticker.C():
 			rescan = true
 		case <-quietC:

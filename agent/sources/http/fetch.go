@@ -38,13 +38,8 @@ type run struct {
 	// fetch was good.
 	logged string
 
-	// pending is the snapshot waiting to be sent, nil when the last one
-	// sent is current; pendingKey is its key. sentKey is the key of the
-	// last snapshot sent; everSent is false until the first one was.
-	pending    *sources.Update
-	pendingKey string
-	sentKey    string
-	everSent   bool
+	// outbox holds the snapshot waiting to be sent.
+	outbox sources.Outbox
 }
 
 // poll fetches the URL once, judges the body unless it is one already
@@ -141,18 +136,7 @@ func (r *run) log() {
 // prepare builds the snapshot of the current state and makes it pending
 // unless it equals the last one sent.
 func (r *run) prepare() {
-	u, key := r.snapshot()
-	if r.everSent && key == r.sentKey {
-		r.pending, r.pendingKey = nil, ""
-		return
-	}
-	r.pending, r.pendingKey = &u, key
-}
-
-// sent records that the pending snapshot was sent.
-func (r *run) sent() {
-	r.sentKey, r.everSent = r.pendingKey, true
-	r.pending, r.pendingKey = nil, ""
+	r.outbox.Offer(r.snapshot())
 }
 
 // snapshot returns the Update of the current state, and a key that is equal

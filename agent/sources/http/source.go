@@ -107,14 +107,14 @@ func (s *Source) Run(ctx context.Context, out chan<- sources.Update) {
 			sendC   chan<- sources.Update
 			pending sources.Update
 		)
-		if r.pending != nil {
-			sendC, pending = out, *r.pending
+		if u, ok := r.outbox.Pending(); ok {
+			sendC, pending = out, u
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case sendC <- pending:
-			r.sent()
+			r.outbox.Sent()
 		case <-ticker.C():
 			r.poll(ctx)
 		}
