@@ -72,7 +72,7 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
 		return imageResult{waiting: kubecontainer.Waiting{Reason: reasonErrImageNeverPull, Message: msg}, err: errors.New(msg)}
 	case present && c.ImagePullPolicy != v1.PullAlways:
-		return imageResult{ref: resp.Image.Id}
+		return imageResult{ref: resp.Image.Id, image: resp.Image}
 	}
 
 	key := pullKey{uid: pod.UID, image: c.Image}

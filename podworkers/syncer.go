@@ -241,9 +241,13 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, cts containerT
 	if img.err != nil {
 		return img.waiting, img.err
 	}
-	user, err := s.imageUser(ctx, img.ref)
-	if err != nil {
-		return kubecontainer.Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}, err
+	user := imageUserOf(img.image)
+	if img.image == nil {
+		// Pulled just now: ask the runtime for the image's user.
+		var err error
+		if user, err = s.imageUser(ctx, img.ref); err != nil {
+			return kubecontainer.Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}, err
+		}
 	}
 	cfg, err := containerConfig(pod, c, containerOpts{
 		RestartCount: cts.RestartCount,
@@ -297,6 +301,9 @@ type imageResult struct {
 	waiting    kubecontainer.Waiting
 	err        error
 	retryAfter time.Duration
+	// image is the image's status when it was present and not pulled
+	// again; it saves asking the runtime for the image's user.
+	image *runtimeapi.Image
 }
 
 // imagePrefetch holds the images of the containers to start; results is
