@@ -535,10 +535,15 @@ func plegBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image, 
 	for _, mode := range modes {
 		r := &result{}
 		results[mode] = r
-		a, err := startAgent(bin, rt, base, "pleg-"+mode, "--pleg-mode", mode)
+		args := []string{"--pleg-mode", mode}
+		if o.keepLog != "" {
+			args = append(args, "-v=4")
+		}
+		a, err := startAgent(bin, rt, base, "pleg-"+mode, args...)
 		if err != nil {
 			return err
 		}
+		a.trace = o.keepLog != ""
 		if o.kills > 0 {
 			r.detect, r.replace, err = a.killLatency(ctx, rt, image, o.kills)
 			if err != nil {
@@ -562,6 +567,11 @@ func plegBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image, 
 			}
 		}
 		a.stop()
+		if o.keepLog != "" {
+			if b, err := os.ReadFile(filepath.Join(base, "pleg-"+mode, "minikubelet.log")); err == nil {
+				_ = os.WriteFile(o.keepLog+"."+mode, b, 0o644)
+			}
+		}
 	}
 	if o.kills > 0 {
 		fmt.Printf("container killed from outside -> /pods (polled every %v), %d kills per mode\n", pollInterval, o.kills)
@@ -589,6 +599,25 @@ func (a *agentProc) killLatency(ctx context.Context, rt *ctrdtest.Containerd, im
 		m := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: victim-%d\nspec:\n  hostNetwork: true\n  terminationGracePeriodSeconds: 0\n  containers:\n  - name: main\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", i, image)
 		if err := os.WriteFile(filepath.Join(a.manifest, fmt.Sprintf("victim-%d.yaml", i)), []byte(m), 0o644); err != nil {
 			return nil, nil, err
+		}
+	}
+	// Measure at steady state: every victim runs before the first kill.
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		pods, err := a.pods()
+		if err != nil {
+			return nil, nil, err
+		}
+		up := 0
+		for i := range pods {
+			if running(pods[i:i+1], pods[i].Name) {
+				up++
+			}
+		}
+		if up >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, fmt.Errorf("only %d of %d victims running after 5 minutes", up, n)
 		}
 	}
 	for i := 0; i < n; i++ {
@@ -638,6 +667,9 @@ func (a *agentProc) killLatency(ctx context.Context, rt *ctrdtest.Containerd, im
 			if gone && d == 0 {
 				d = time.Since(start)
 				detect = append(detect, d)
+				if a.trace {
+					fmt.Fprintf(os.Stderr, "bench: %s (%s) killed %s, terminated on /pods after %v\n", name, id[:12], start.Format("15:04:05.000000"), d.Round(time.Millisecond))
+				}
 			}
 			if replaced {
 				replace = append(replace, time.Since(start))
