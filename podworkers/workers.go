@@ -336,6 +336,20 @@ func (w *Workers) afterSync(uid types.UID, st *podState, ph phase, res SyncResul
 			wake(st)
 			return false
 		}
+		if ph == terminated && st.restartRequested {
+			// The old pod's objects could not all be removed (containerd
+			// can keep a task it cannot delete after an agent died during
+			// a start). The re-added pod must not wait for them: as the
+			// kubelet, start it afresh beside them, in a new sandbox
+			// attempt; its syncs keep removing the stale ones.
+			logger.Error(err, "Removing the pod's old objects failed; starting it again beside them")
+			st.failures = 0
+			st.restartRequested = false
+			st.terminatingAt, st.terminatedAt = time.Time{}, time.Time{}
+			st.gracePeriod = 0
+			wake(st)
+			return false
+		}
 		st.failures++
 		delay := errorBackoff(st.failures)
 		logger.Error(err, "Pod sync failed; will retry", "phase", ph.String(), "retryIn", delay)

@@ -790,3 +790,37 @@ func TestWorkersMinCacheTime(t *testing.T) {
 	f.cache.UpdateTime(t2)
 	f.syncer.waitDone(t, 2)
 }
+
+// A re-added pod whose old objects cannot be removed (containerd keeping a
+// task it cannot delete) starts again anyway, beside them, instead of
+// waiting for a removal that never succeeds.
+func TestWorkersRestartDespiteStuckRemoval(t *testing.T) {
+	f := newWorkers(t, 0)
+	stuck := errors.New("cannot delete running task: failed precondition")
+	f.syncer.setHook(func(_ context.Context, c syncCall) (SyncResult, error) {
+		if c.kind == "terminated" {
+			return SyncResult{}, stuck
+		}
+		return SyncResult{}, nil
+	})
+	pod := newPod("web", []string{"app"})
+	f.update(Create, version(pod, "1"))
+	f.syncer.waitDone(t, 1)
+	f.kill(pod, nil)
+	f.syncer.waitDone(t, 3) // sync, terminating, terminated (failed)
+	// Without a re-add the worker keeps trying to remove; with one, it
+	// starts the pod again at once.
+	f.update(Create, version(pod, "2"))
+	// terminated is tried once more (and fails), then the pod starts.
+	calls := f.syncer.waitCalls(t, 5)
+	f.syncer.waitDone(t, 5)
+	if got := f.syncer.kinds(); got[len(got)-1] != "sync" {
+		t.Fatalf("calls = %v, want the re-added pod synced after the failed removal", got)
+	}
+	if got := calls[len(calls)-1].pod.ResourceVersion; got != "2" {
+		t.Errorf("restarted pod has version %q, want 2", got)
+	}
+	if f.w.IsTerminating(pod.UID) {
+		t.Error("still terminating after the restart")
+	}
+}
