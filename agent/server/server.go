@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -92,6 +93,12 @@ func (s *Server) Serve(ctx context.Context) error {
 	readOnly.HandleFunc("GET /pods", s.pods)
 	readOnly.HandleFunc("GET /healthz", s.healthz)
 	readOnly.HandleFunc("GET /manifests/errors", s.manifestErrors)
+	// Profiling, as the kubelet serves it (its enableProfilingHandler).
+	readOnly.HandleFunc("GET /debug/pprof/", pprof.Index)
+	readOnly.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	readOnly.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	readOnly.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	readOnly.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	if s.cfg.Metrics != nil {
 		readOnly.Handle("GET /metrics", s.cfg.Metrics)
 	}

@@ -120,6 +120,11 @@ func TestEndpoints(t *testing.T) {
 			}
 		}},
 		{"pods not on healthz port", hz + "/pods", 404, nil},
+		{"pprof index", ro + "/debug/pprof/", 200, func(t *testing.T, body string) {
+			if !strings.Contains(body, "goroutine") {
+				t.Errorf("pprof index lacks the goroutine profile")
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
