@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -149,8 +150,11 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 		return err
 	}
 	for _, id := range actions.ContainersToReplace {
-		if err := s.cfg.Runtime.RemoveContainer(ctx, id); err != nil && !kubecontainer.IsNotFound(err) {
-			return fmt.Errorf("remove container %s before replacing it: %w", id, err)
+		if err := s.removeNeverStarted(ctx, id); err != nil {
+			// containerd can keep a task it refuses to delete after an
+			// agent died mid-start; the container can never be started
+			// again, so its replacement goes ahead, as with the kubelet.
+			klog.FromContext(ctx).Error(err, "Removing a container that never started failed; replacing it anyway", "containerID", id)
 		}
 	}
 	s.removeDead(ctx, status, actions)
@@ -218,6 +222,13 @@ func (s *Syncer) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.Po
 		return "", fmt.Errorf("create pod directory: %w", err)
 	}
 	id, err := s.cfg.Runtime.RunPodSandbox(ctx, cfg, "")
+	for tries := 0; err != nil && nameReserved(err) && tries < maxNameReservedTries; tries++ {
+		// containerd keeps the name of a sandbox it could not remove (after
+		// an agent died mid-start) reserved: as the kubelet, move on to the
+		// next attempt number instead of failing on this one forever.
+		cfg.Metadata.Attempt++
+		id, err = s.cfg.Runtime.RunPodSandbox(ctx, cfg, "")
+	}
 	if err != nil {
 		return "", fmt.Errorf("run sandbox (attempt %d): %w", cfg.Metadata.Attempt, err)
 	}
@@ -266,6 +277,15 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, cts containerT
 		return kubecontainer.Waiting{Reason: "CreateContainerError", Message: err.Error()}, err
 	}
 	id, err := s.cfg.Runtime.CreateContainer(ctx, sandboxID, cfg, sandboxConfig)
+	for tries := 0; err != nil && nameReserved(err) && tries < maxNameReservedTries; tries++ {
+		// A container the runtime could not remove keeps this name (and
+		// restart count) reserved: count one more restart and retry.
+		cfg.Metadata.Attempt++
+		n := int(cfg.Metadata.Attempt)
+		cfg.Annotations[kubecontainer.AnnotationRestartCount] = strconv.Itoa(n)
+		cfg.LogPath = ContainerLogPath(c.Name, n)
+		id, err = s.cfg.Runtime.CreateContainer(ctx, sandboxID, cfg, sandboxConfig)
+	}
 	if err != nil {
 		return kubecontainer.Waiting{Reason: "CreateContainerError", Message: err.Error()}, fmt.Errorf("create container %q: %w", c.Name, err)
 	}
@@ -287,6 +307,33 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, cts containerT
 		}
 	}
 	return kubecontainer.Waiting{}, nil
+}
+
+// removeNeverStarted removes a container that was created but never
+// started (or is in an unknown state), stopping it first if the runtime
+// says it has a task.
+func (s *Syncer) removeNeverStarted(ctx context.Context, id string) error {
+	err := s.cfg.Runtime.RemoveContainer(ctx, id)
+	if err == nil || kubecontainer.IsNotFound(err) {
+		return nil
+	}
+	if stopErr := s.cfg.Runtime.StopContainer(ctx, id, 0); stopErr != nil && !kubecontainer.IsNotFound(stopErr) {
+		return errors.Join(err, stopErr)
+	}
+	if err := s.cfg.Runtime.RemoveContainer(ctx, id); err != nil && !kubecontainer.IsNotFound(err) {
+		return fmt.Errorf("remove container %s before replacing it: %w", id, err)
+	}
+	return nil
+}
+
+// maxNameReservedTries bounds how many attempt numbers a start skips past
+// names the runtime keeps reserved.
+const maxNameReservedTries = 5
+
+// nameReserved reports whether the runtime refused a sandbox or container
+// name because an object it could not remove still holds it.
+func nameReserved(err error) bool {
+	return strings.Contains(err.Error(), "is reserved for")
 }
 
 // postStartTimeout bounds a postStart hook, which the kubelet does not
