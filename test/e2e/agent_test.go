@@ -383,7 +383,24 @@ func removeNodePods(ctx context.Context, t *testing.T, rt *ctrdtest.Containerd, 
 		go func() {
 			defer wg.Done()
 			_ = rt.Runtime().StopPodSandbox(ctx, sb.Id)
+			err := rt.Runtime().RemovePodSandbox(ctx, sb.Id)
+			if err == nil {
+				return
+			}
+			// containerd 2.1 can keep a task it refuses to delete after an
+			// agent was SIGKILLed mid-start: stop its containers and try
+			// again; what still resists goes with the bed's teardown
+			// (ctrdtest.Stop kills the shims and removes the daemon's state).
+			if ctrs, lerr := rt.Runtime().ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: sb.Id}); lerr == nil {
+				for _, c := range ctrs {
+					_ = rt.Runtime().StopContainer(ctx, c.Id, 0)
+				}
+			}
 			if err := rt.Runtime().RemovePodSandbox(ctx, sb.Id); err != nil {
+				if strings.Contains(err.Error(), "cannot delete running task") {
+					t.Logf("cleanup: containerd keeps a task it cannot delete in sandbox %s; the bed's teardown removes it: %v", sb.Id, err)
+					return
+				}
 				t.Errorf("cleanup: remove sandbox %s: %v", sb.Id, err)
 			}
 		}()

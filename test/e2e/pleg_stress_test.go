@@ -36,8 +36,8 @@ spec:
 }
 
 // invariantChecker samples the runtime's container list and records every
-// time two live (created or running) containers share a pod UID and a
-// container name: the one thing a pod worker must never let happen.
+// time two running containers share a pod UID and a container name: the
+// one thing a pod worker must never let happen.
 type invariantChecker struct {
 	rt      *ctrdtest.Containerd
 	node    string
@@ -53,14 +53,20 @@ func (c *invariantChecker) check(ctx context.Context) error {
 	}
 	live := map[string][]string{}
 	for _, ctr := range containers {
-		if ctr.State != runtimeapi.ContainerState_CONTAINER_RUNNING && ctr.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+		// Live means running: two copies of a container's program at
+		// once. A created container runs nothing, and nothing ever starts
+		// one later: a worker starts only the container it has just
+		// created. (containerd keeps, and refuses to delete, a created
+		// container whose start an agent SIGKILL cut short; the restarted
+		// agent replaces it, as the kubelet does.)
+		if ctr.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			continue
 		}
 		if !strings.HasSuffix(ctr.Labels["io.kubernetes.pod.name"], "-"+c.node) {
 			continue
 		}
 		key := ctr.Labels["io.kubernetes.pod.uid"] + "/" + ctr.Labels["io.kubernetes.container.name"]
-		live[key] = append(live[key], ctr.Id[:12]+"("+ctr.State.String()+")")
+		live[key] = append(live[key], ctr.Id[:12]+"("+ctr.State.String()+" in "+ctr.PodSandboxId[:12]+")")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
