@@ -123,7 +123,7 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 	// Sidecars (init containers that always restart) run beside the
 	// regular containers until the pod is finished.
 	for i := range pod.Spec.InitContainers {
-		if c := &pod.Spec.InitContainers[i]; isSidecar(c) {
+		if c := &pod.Spec.InitContainers[i]; kubecontainer.IsSidecar(c) {
 			inSpec[c.Name] = true
 			if !finished {
 				containerActions(pod, c, status.FindContainer(c.Name), true, &a, remaining)
@@ -199,12 +199,6 @@ func containerActions(pod *v1.Pod, c *v1.Container, cs *kubecontainer.ContainerS
 	}
 }
 
-// isSidecar reports whether an init container is a sidecar: one with
-// restartPolicy Always, which keeps running beside the regular containers.
-func isSidecar(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
-
 // initContainerActions starts the pod's init containers one after another,
 // each to success, in the current sandbox; a failed one is restarted per
 // the pod's restart policy (never under Never: the pod has failed). It
@@ -217,7 +211,7 @@ func initContainerActions(pod *v1.Pod, status *kubecontainer.PodStatus, sandboxI
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := findInSandbox(status, c.Name, sandboxID)
-		if isSidecar(c) {
+		if kubecontainer.IsSidecar(c) {
 			// A sidecar lets the next init container start once it runs.
 			switch {
 			case cs != nil && cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING:

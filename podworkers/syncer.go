@@ -463,7 +463,7 @@ func (s *Syncer) killPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 	deadline := s.cfg.Clock.Now().Add(time.Duration(grace) * time.Second)
 	sidecarOrder := map[string]int{}
 	for i := range pod.Spec.InitContainers {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if kubecontainer.IsSidecar(&pod.Spec.InitContainers[i]) {
 			sidecarOrder[pod.Spec.InitContainers[i].Name] = i + 1
 		}
 	}

@@ -133,7 +133,7 @@ func containerID(runtimeName, id string) string {
 // a sidecar (restartPolicy Always), has started.
 func initialized(pod *v1.Pod, inits []v1.ContainerStatus) bool {
 	for i, cs := range inits {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if kubecontainer.IsSidecar(&pod.Spec.InitContainers[i]) {
 			if cs.State.Running == nil && cs.LastTerminationState.Terminated == nil && cs.State.Terminated == nil {
 				return false // never started
 			}
@@ -146,18 +146,13 @@ func initialized(pod *v1.Pod, inits []v1.ContainerStatus) bool {
 	return true
 }
 
-// isSidecar reports whether an init container is a sidecar.
-func isSidecar(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
-
 // phase applies the kubelet's rules: Pending while init containers run (or
 // Failed when one failed under restartPolicy Never), then by the regular
 // containers' states.
 func phase(pod *v1.Pod, inits, statuses []v1.ContainerStatus) v1.PodPhase {
 	if !initialized(pod, inits) {
 		for i, cs := range inits {
-			if isSidecar(&pod.Spec.InitContainers[i]) {
+			if kubecontainer.IsSidecar(&pod.Spec.InitContainers[i]) {
 				continue
 			}
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
@@ -211,7 +206,7 @@ func conditions(pod *v1.Pod, rs *kubecontainer.PodStatus, st *v1.PodStatus, old 
 		allReady = allReady && cs.Ready
 	}
 	for i, cs := range st.InitContainerStatuses {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if kubecontainer.IsSidecar(&pod.Spec.InitContainers[i]) {
 			allReady = allReady && cs.Ready // sidecars count for readiness
 		}
 	}

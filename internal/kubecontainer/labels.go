@@ -71,3 +71,9 @@ func RestartCountFromAnnotations(annotations map[string]string) int {
 	}
 	return n
 }
+
+// IsSidecar reports whether an init container is a sidecar: one with
+// restartPolicy Always, which keeps running beside the regular containers.
+func IsSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
