@@ -325,11 +325,10 @@ func newestSandbox(status *kubecontainer.PodStatus) *runtimeapi.PodSandboxStatus
 	return status.Sandboxes[0]
 }
 
+// hasRunning reports whether any container runs or any sandbox is ready.
 func hasRunning(status *kubecontainer.PodStatus) bool {
-	for _, cs := range status.Containers {
-		if cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			return true
-		}
+	if hasRunningContainer(status) {
+		return true
 	}
 	for _, sb := range status.Sandboxes {
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
