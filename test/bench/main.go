@@ -637,7 +637,7 @@ func (a *agentProc) killLatency(ctx context.Context, rt *ctrdtest.Containerd, im
 				return nil, nil, fmt.Errorf("%s not running", name)
 			}
 		}
-		pid, err := containerPID(ctx, rt, id)
+		pid, err := rt.ContainerPID(ctx, id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -681,23 +681,4 @@ func (a *agentProc) killLatency(ctx context.Context, rt *ctrdtest.Containerd, im
 		}
 	}
 	return detect, replace, nil
-}
-
-// containerPID reads a container's process ID from the runtime's verbose
-// status.
-func containerPID(ctx context.Context, rt *ctrdtest.Containerd, id string) (int, error) {
-	resp, err := rt.Runtime().ContainerStatus(ctx, id, true)
-	if err != nil {
-		return 0, err
-	}
-	var info struct {
-		Pid int `json:"pid"`
-	}
-	if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil {
-		return 0, fmt.Errorf("verbose status of %s: %w", id, err)
-	}
-	if info.Pid == 0 {
-		return 0, fmt.Errorf("no pid in the verbose status of %s", id)
-	}
-	return info.Pid, nil
 }

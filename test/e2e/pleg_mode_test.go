@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"syscall"
@@ -51,17 +50,11 @@ spec:
 `, env.busybox))
 		pod := a.waitRunning("victim", 60*time.Second)
 		id := strings.TrimPrefix(containerStatus(pod, "main").ContainerID, "containerd://")
-		resp, err := rt.Runtime().ContainerStatus(context.Background(), id, true)
+		pid, err := rt.ContainerPID(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var info struct {
-			Pid int `json:"pid"`
-		}
-		if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil || info.Pid == 0 {
-			t.Fatalf("no pid for %s: %v", id, err)
-		}
-		if err := syscall.Kill(info.Pid, syscall.SIGKILL); err != nil {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, 10*time.Second, "the kill seen without a relist", func() (bool, string) {
