@@ -21,6 +21,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/internal/cri"
 	"github.com/minikubelet/minikubelet/internal/metrics"
+	"github.com/minikubelet/minikubelet/internal/probe"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
 )
@@ -51,6 +52,8 @@ type Agent struct {
 	// workers is set by Run before the syncLoop starts and used only by
 	// Run's goroutine.
 	workers *podworkers.Workers
+	// probes is set by Run before the syncLoop starts.
+	probes *prober.Manager
 	// status and pleg are set by Run once the runtime answers; the HTTP
 	// server reads them before that.
 	status atomic.Pointer[status.Manager]
@@ -182,13 +185,30 @@ func (a *Agent) Run(ctx context.Context) error {
 		_ = clients.Images.Close(closeCtx)
 	}()
 
-	statusManager := status.NewManager(status.Config{Clock: a.clock, HostIP: a.hostIP, RuntimeName: clients.RuntimeName})
+	// Probe results go to the syncLoop; probe workers learn of their
+	// containers from the statuses the status manager stores.
+	probeResults := make(chan prober.Result, probeResultsCap)
+	a.probes = prober.New(prober.Config{
+		Runtime: clients.Runtime,
+		Clock:   a.clock,
+		Results: probeResults,
+		HostIP:  a.hostIP,
+		Observe: func(t prober.Type, r probe.Result, d time.Duration) { a.metrics.ObserveProbe(string(t), r, d) },
+	})
+	statusManager := status.NewManager(status.Config{
+		Clock:       a.clock,
+		HostIP:      a.hostIP,
+		RuntimeName: clients.RuntimeName,
+		Probes:      a.probes,
+		OnStatus:    a.probes.SetPodStatus,
+	})
 	a.status.Store(statusManager)
 	syncer := podworkers.NewSyncer(podworkers.SyncerConfig{
 		Runtime:        clients.Runtime,
 		Images:         clients.Images,
 		Cache:          a.cache,
 		Status:         statusManager,
+		Probes:         a.probes,
 		Clock:          a.clock,
 		NodeName:       a.nodeName,
 		HostIP:         a.hostIP,
@@ -214,8 +234,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.metrics.RegisterPLEG(lifecycle)
 	goRun(lifecycle.Run)
 
-	// No prober runs yet; the channel is the syncLoop's probe input.
-	probeResults := make(chan prober.Result, probeResultsCap)
 	a.syncLoop(ctx, podUpdates, lifecycle.Watch(), probeResults)
 	logger.Info("Stopping minikubelet; pods keep running")
 	return nil

@@ -59,21 +59,26 @@ func (a *Agent) handlePodUpdate(ctx context.Context, logger klog.Logger, u podco
 		switch u.Op {
 		case podconfig.ADD:
 			a.pods.set(pod)
+			a.probes.AddPod(ctx, pod)
 			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Create, Pod: pod})
 		case podconfig.UPDATE:
 			a.pods.set(pod)
 			if pod.DeletionTimestamp != nil {
 				// A pod being deleted whose deletion changed (a shorter
 				// grace): keep terminating it, with the new grace.
+				a.probes.StopLivenessAndStartup(pod.UID)
 				a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod, GracePeriod: pod.DeletionGracePeriodSeconds})
 				continue
 			}
+			a.probes.AddPod(ctx, pod)
 			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Update, Pod: pod})
 		case podconfig.DELETE:
 			a.pods.set(pod)
+			a.probes.StopLivenessAndStartup(pod.UID)
 			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod, GracePeriod: pod.DeletionGracePeriodSeconds})
 		case podconfig.REMOVE:
 			a.pods.remove(pod.UID)
+			a.probes.RemovePod(pod.UID)
 			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod})
 		case podconfig.RECONCILE:
 			a.pods.set(pod)
@@ -101,7 +106,7 @@ func (a *Agent) handleProbeResult(ctx context.Context, logger klog.Logger, r pro
 	if pod == nil {
 		return
 	}
-	logger.V(3).Info("Probe result changed", "pod", klog.KObj(pod), "containerID", r.ContainerID, "probe", r.Type, "success", r.Success)
+	logger.V(2).Info("Probe result changed", "pod", klog.KObj(pod), "container", r.ContainerName, "containerID", r.ContainerID, "probe", r.Type, "success", r.Success)
 	a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Sync, Pod: pod})
 }
 
@@ -115,6 +120,7 @@ func (a *Agent) housekeeping() {
 	for _, p := range a.pods.list() {
 		known[p.UID] = true
 	}
+	a.probes.CleanupPods(func(uid types.UID) bool { return known[uid] })
 	a.cache.Forget(func(uid types.UID, st *kubecontainer.PodStatus) bool {
 		return !known[uid] && (st == nil || len(st.Sandboxes)+len(st.Containers) == 0)
 	})

@@ -46,6 +46,42 @@ type containerToStart struct {
 type containerToKill struct {
 	Name   string
 	Reason string
+	// Grace, if set, replaces the pod's grace period (a probe's
+	// terminationGracePeriodSeconds).
+	Grace *int64
+}
+
+// probeResults is what the pod sync needs of the prober.
+type probeResults interface {
+	// Unhealthy reports whether the container running as containerID
+	// failed its liveness or startup probe, and which ("Liveness",
+	// "Startup").
+	Unhealthy(containerID string) (probe string, failed bool)
+	// Started reports whether container c, running as containerID, passed
+	// its startup probe; true when it has none.
+	Started(c *v1.Container, containerID string) bool
+}
+
+// noProbes is the prober of an agent that runs none.
+type noProbes struct{}
+
+func (noProbes) Unhealthy(string) (string, bool)    { return "", false }
+func (noProbes) Started(*v1.Container, string) bool { return true }
+
+// probeGrace is the terminationGracePeriodSeconds of the probe that failed,
+// if it sets one.
+func probeGrace(c *v1.Container, probe string) *int64 {
+	var p *v1.Probe
+	switch probe {
+	case "Liveness":
+		p = c.LivenessProbe
+	case "Startup":
+		p = c.StartupProbe
+	}
+	if p == nil {
+		return nil
+	}
+	return p.TerminationGracePeriodSeconds
 }
 
 func (a *podActions) changesRuntime() bool {
@@ -55,7 +91,10 @@ func (a *podActions) changesRuntime() bool {
 
 // computePodActions decides what to do for pod given its runtime status.
 // remaining reports the restart backoff left for a container that exited.
-func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration) podActions {
+func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration, probes probeResults) podActions {
+	if probes == nil {
+		probes = noProbes{}
+	}
 	a := podActions{
 		ContainersToKill: map[string]containerToKill{},
 		Waiting:          map[string]kubecontainer.Waiting{},
@@ -102,7 +141,7 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 	}
 	a.SandboxID = sb.Id
 
-	if done := initContainerActions(pod, status, sb.Id, &a, remaining); !done {
+	if done := initContainerActions(pod, status, sb.Id, &a, remaining, probes); !done {
 		if len(a.ContainersToStart) == 0 && a.RequeueAfter == 0 && !hasRunningContainer(status) {
 			a.KillPod = true // an init container failed for good
 		}
@@ -113,7 +152,7 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		inSpec[c.Name] = true
-		containerActions(pod, c, status.FindContainer(c.Name), false, &a, remaining)
+		containerActions(pod, c, status.FindContainer(c.Name), false, &a, remaining, probes)
 	}
 	// Nothing of the regular containers runs or will start again
 	// (restartPolicy Never, or OnFailure with every container succeeded):
@@ -126,7 +165,7 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 		if c := &pod.Spec.InitContainers[i]; kubecontainer.IsSidecar(c) {
 			inSpec[c.Name] = true
 			if !finished {
-				containerActions(pod, c, status.FindContainer(c.Name), true, &a, remaining)
+				containerActions(pod, c, status.FindContainer(c.Name), true, &a, remaining, probes)
 			}
 		}
 	}
@@ -163,7 +202,7 @@ func hasRunningContainer(status *kubecontainer.PodStatus) bool {
 // and restart it on a spec change, replace one that never started, or
 // restart one that exited per the restart policy (always, for a sidecar),
 // after its back-off.
-func containerActions(pod *v1.Pod, c *v1.Container, cs *kubecontainer.ContainerStatus, alwaysRestart bool, a *podActions, remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration) {
+func containerActions(pod *v1.Pod, c *v1.Container, cs *kubecontainer.ContainerStatus, alwaysRestart bool, a *podActions, remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration, probes probeResults) {
 	switch {
 	case cs == nil:
 		a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c})
@@ -172,6 +211,12 @@ func containerActions(pod *v1.Pod, c *v1.Container, cs *kubecontainer.ContainerS
 		if cs.Hash != kubecontainer.HashContainer(c) {
 			a.ContainersToKill[cs.ID] = containerToKill{Name: c.Name, Reason: "spec changed"}
 			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
+			return
+		}
+		if probe, failed := probes.Unhealthy(cs.ID); failed {
+			// As the kubelet: killed, and once it has exited the restart
+			// policy (and back-off) decides whether it runs again.
+			a.ContainersToKill[cs.ID] = containerToKill{Name: c.Name, Reason: probe + " probe failed", Grace: probeGrace(c, probe)}
 		}
 	case cs.State != runtimeapi.ContainerState_CONTAINER_EXITED:
 		// Created but never started (the agent died between create
@@ -204,7 +249,7 @@ func containerActions(pod *v1.Pod, c *v1.Container, cs *kubecontainer.ContainerS
 // the pod's restart policy (never under Never: the pod has failed). It
 // reports whether every init container has succeeded, so that the regular
 // containers may run.
-func initContainerActions(pod *v1.Pod, status *kubecontainer.PodStatus, sandboxID string, a *podActions, remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration) bool {
+func initContainerActions(pod *v1.Pod, status *kubecontainer.PodStatus, sandboxID string, a *podActions, remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration, probes probeResults) bool {
 	if regularStarted(pod, status, sandboxID) {
 		return true // initialization is over in this sandbox
 	}
@@ -214,12 +259,16 @@ func initContainerActions(pod *v1.Pod, status *kubecontainer.PodStatus, sandboxI
 		if kubecontainer.IsSidecar(c) {
 			// A sidecar lets the next init container start once it runs.
 			switch {
-			case cs != nil && cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
+			case cs != nil && cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING && probes.Started(c, cs.ID):
 				continue
+			case cs != nil && cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
+				// Running, not yet started (its startup probe): the next
+				// init container waits; a failed probe kills it.
+				containerActions(pod, c, cs, true, a, remaining, probes)
 			case cs == nil:
 				a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: nextRestartCount(status.FindContainer(c.Name))})
 			default:
-				containerActions(pod, c, cs, true, a, remaining)
+				containerActions(pod, c, cs, true, a, remaining, probes)
 			}
 			setInitializing(pod, a)
 			return false

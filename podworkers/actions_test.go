@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
@@ -258,7 +259,7 @@ func TestComputePodActions(t *testing.T) {
 			if remaining == nil {
 				remaining = noBackOff
 			}
-			got := computePodActions(tt.pod, tt.status, remaining)
+			got := computePodActions(tt.pod, tt.status, remaining, nil)
 			if s := summarize(got); !reflect.DeepEqual(s, tt.want) {
 				t.Errorf("actions:\n got %+v\nwant %+v", s, tt.want)
 			}
@@ -366,7 +367,7 @@ func TestComputePodActionsInitContainers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := computePodActions(tt.pod, tt.status, func(*v1.Container, *kubecontainer.ContainerStatus) time.Duration { return tt.remaining })
+			got := computePodActions(tt.pod, tt.status, func(*v1.Container, *kubecontainer.ContainerStatus) time.Duration { return tt.remaining }, nil)
 			if s := summarize(got); !reflect.DeepEqual(s, tt.want) {
 				t.Errorf("actions:\n got %+v\nwant %+v", s, tt.want)
 			}
@@ -384,7 +385,7 @@ func TestComputePodActionsNoSandboxForFinishedOnFailurePod(t *testing.T) {
 	status := podStatus(pod, []*runtimeapi.PodSandboxStatus{sandboxStatus(pod, "sb1", 0, false, t0)},
 		ctrStatus(pod, "app", "app-0", exited, 0, 0, t0.Add(2*time.Second)),
 		ctrStatus(pod, "side", "side-1", exited, 1, 0, t0.Add(time.Second)))
-	got := computePodActions(pod, status, noBackOff)
+	got := computePodActions(pod, status, noBackOff, nil)
 	if got.CreateSandbox || len(got.ContainersToStart) != 0 || got.changesRuntime() {
 		t.Errorf("actions = %+v, want nothing (no container to start, so no sandbox)", summarize(got))
 	}
@@ -415,7 +416,7 @@ func TestComputePodActionsExitedByRestartPolicy(t *testing.T) {
 					t.Errorf("remaining asked about %s/%s", c.Name, cs.ID)
 				}
 				return 0
-			}))
+			}, nil))
 			want := actionSummary{SandboxID: "sb1"}
 			if tt.restart {
 				want.Start = []string{"app#5"}
@@ -440,7 +441,7 @@ func TestComputePodActionsBackOffMessage(t *testing.T) {
 		ctrStatus(pod, "app", "app-1", exited, 1, 2, t0))
 	a := computePodActions(pod, status, func(*v1.Container, *kubecontainer.ContainerStatus) time.Duration {
 		return 19*time.Second + 600*time.Millisecond
-	})
+	}, nil)
 	w := a.Waiting["app"]
 	want := "back-off 20s restarting failed container=app pod=web_ns(uid-web)"
 	if w.Reason != "CrashLoopBackOff" || w.Message != want {
@@ -516,10 +517,72 @@ func TestComputePodActionsSidecars(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := summarize(computePodActions(pod, tt.status, func(*v1.Container, *kubecontainer.ContainerStatus) time.Duration { return tt.remaining }))
+			got := summarize(computePodActions(pod, tt.status, func(*v1.Container, *kubecontainer.ContainerStatus) time.Duration { return tt.remaining }, nil))
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("actions:\n got %+v\nwant %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// fakeProbes answers for the prober: unhealthy maps a container ID to the
+// probe it failed; notStarted lists container IDs whose startup probe has
+// not passed.
+type fakeProbes struct {
+	unhealthy  map[string]string
+	notStarted map[string]bool
+}
+
+func (f fakeProbes) Unhealthy(id string) (string, bool) {
+	p, ok := f.unhealthy[id]
+	return p, ok
+}
+
+func (f fakeProbes) Started(_ *v1.Container, id string) bool { return !f.notStarted[id] }
+
+func TestComputePodActionsProbeFailures(t *testing.T) {
+	pod := newPod("web", []string{"app", "other"})
+	specOf(pod, "app").LivenessProbe = &v1.Probe{TerminationGracePeriodSeconds: ptr.To[int64](3)}
+	specOf(pod, "other").StartupProbe = &v1.Probe{}
+	ready := []*runtimeapi.PodSandboxStatus{sandboxStatus(pod, "sb1", 0, true, t0)}
+	status := podStatus(pod, ready,
+		inSandbox(ctrStatus(pod, "app", "app-0", running, 0, 0, t0), "sb1"),
+		inSandbox(ctrStatus(pod, "other", "other-0", running, 0, 0, t0), "sb1"))
+
+	got := computePodActions(pod, status, noBackOff, fakeProbes{unhealthy: map[string]string{"app-0": "Liveness", "other-0": "Startup"}})
+	want := actionSummary{SandboxID: "sb1", Kill: map[string]string{"app-0": "Liveness probe failed", "other-0": "Startup probe failed"}}
+	if s := summarize(got); !reflect.DeepEqual(s, want) {
+		t.Fatalf("actions:\n got %+v\nwant %+v", s, want)
+	}
+	// Killed only: once it has exited, the restart policy decides.
+	if g := got.ContainersToKill["app-0"].Grace; g == nil || *g != 3 {
+		t.Errorf("liveness kill grace = %v; want the probe's 3s", g)
+	}
+	if g := got.ContainersToKill["other-0"].Grace; g != nil {
+		t.Errorf("startup kill grace = %v; want the pod's", *g)
+	}
+
+	healthy := computePodActions(pod, status, noBackOff, fakeProbes{})
+	if healthy.changesRuntime() {
+		t.Errorf("healthy containers: %+v", summarize(healthy))
+	}
+}
+
+func TestComputePodActionsSidecarWaitsForItsStartupProbe(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	pod := newPod("web", []string{"app"}, func(p *v1.Pod) {
+		p.Spec.InitContainers = []v1.Container{{Name: "proxy", Image: "img", RestartPolicy: &always, StartupProbe: &v1.Probe{}}}
+	})
+	ready := []*runtimeapi.PodSandboxStatus{sandboxStatus(pod, "sb1", 0, true, t0)}
+	status := podStatus(pod, ready, inSandbox(ctrStatus(pod, "proxy", "proxy-0", running, 0, 0, t0), "sb1"))
+
+	waiting := computePodActions(pod, status, noBackOff, fakeProbes{notStarted: map[string]bool{"proxy-0": true}})
+	want := actionSummary{SandboxID: "sb1", Waiting: map[string]string{"app": "PodInitializing"}}
+	if s := summarize(waiting); !reflect.DeepEqual(s, want) {
+		t.Fatalf("sidecar not started:\n got %+v\nwant %+v", s, want)
+	}
+	started := computePodActions(pod, status, noBackOff, fakeProbes{})
+	if s := summarize(started); !reflect.DeepEqual(s.Start, []string{"app#0"}) {
+		t.Fatalf("sidecar started: %+v; want app started", s)
 	}
 }

@@ -4,17 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/internal/probe"
 )
 
 // execer runs a command in a container (CRI ExecSync).
@@ -26,27 +21,17 @@ type execer interface {
 // exec in the container, an HTTP GET, or a sleep. Safe for concurrent use.
 type hookRunner struct {
 	exec   execer
-	client *http.Client
+	http   *probe.HTTP
 	clock  clock.Clock
 	hostIP string
 }
-
-// maxHookOutput bounds what a failed handler's error quotes of its output.
-const maxHookOutput = 1024
 
 func newHookRunner(exec execer, c clock.Clock, hostIP string) *hookRunner {
 	return &hookRunner{
 		exec:  exec,
 		clock: c,
-		client: &http.Client{
-			// As for probes: follow redirects only to the same host.
-			CheckRedirect: func(req *http.Request, via []*http.Request) error {
-				if len(via) >= 10 || req.URL.Host != via[0].URL.Host {
-					return http.ErrUseLastResponse
-				}
-				return nil
-			},
-		},
+		// As for probes: follow redirects only to the same host.
+		http: probe.NewHTTP(probe.HookUserAgent()),
 		hostIP: hostIP,
 	}
 }
@@ -61,7 +46,7 @@ func (h *hookRunner) run(ctx context.Context, pod *v1.Pod, c *v1.Container, cont
 	case handler.Exec != nil:
 		stdout, stderr, err := h.exec.ExecSync(ctx, containerID, handler.Exec.Command, timeout)
 		if err != nil {
-			return fmt.Errorf("exec %q: %w (output: %s)", handler.Exec.Command, err, clip(append(stdout, stderr...)))
+			return fmt.Errorf("exec %q: %w (output: %s)", handler.Exec.Command, err, probe.Clip(append(stdout, stderr...)))
 		}
 		return nil
 	case handler.HTTPGet != nil:
@@ -81,73 +66,20 @@ func (h *hookRunner) run(ctx context.Context, pod *v1.Pod, c *v1.Container, cont
 }
 
 func (h *hookRunner) httpGet(ctx context.Context, pod *v1.Pod, c *v1.Container, get *v1.HTTPGetAction, podIPs []string) error {
-	host := get.Host
-	if host == "" {
-		switch {
-		case pod.Spec.HostNetwork || len(podIPs) == 0:
-			host = h.hostIP
-		default:
-			host = podIPs[0]
-		}
+	host := h.hostIP
+	if !pod.Spec.HostNetwork && len(podIPs) > 0 {
+		host = podIPs[0]
 	}
-	port, err := resolvePort(get.Port, c)
+	port, err := probe.ResolvePort(get.Port, c)
 	if err != nil {
 		return err
 	}
-	scheme := strings.ToLower(string(get.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := get.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
-	target := u.String() + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	result, detail, err := h.http.Get(ctx, get, host, port)
 	if err != nil {
-		return fmt.Errorf("http get %s: %w", target, err)
+		return err
 	}
-	for _, hdr := range get.HTTPHeaders {
-		if strings.EqualFold(hdr.Name, "Host") {
-			req.Host = hdr.Value
-			continue
-		}
-		req.Header.Add(hdr.Name, hdr.Value)
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("http get %s: %w", target, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxHookOutput))
-	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-		return fmt.Errorf("http get %s: HTTP %d: %s", target, resp.StatusCode, clip(body))
+	if result != probe.Success {
+		return errors.New(detail)
 	}
 	return nil
-}
-
-// resolvePort turns a handler's port, a number or the name of one of the
-// container's ports, into a number.
-func resolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
-	if p.Type == intstr.Int {
-		return p.IntValue(), nil
-	}
-	for _, cp := range c.Ports {
-		if cp.Name == p.StrVal {
-			return int(cp.ContainerPort), nil
-		}
-	}
-	if n, err := strconv.Atoi(p.StrVal); err == nil {
-		return n, nil
-	}
-	return 0, fmt.Errorf("port %q is not a port of container %q", p.StrVal, c.Name)
-}
-
-func clip(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > maxHookOutput {
-		s = s[:maxHookOutput] + "..."
-	}
-	return s
 }

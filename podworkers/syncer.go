@@ -72,6 +72,9 @@ type SyncerConfig struct {
 	BackOffInitial time.Duration
 	BackOffMax     time.Duration
 	BackOffReset   time.Duration
+	// Probes, if set, tells which containers failed their liveness or
+	// startup probe (they are killed) and which have started.
+	Probes probeResults
 	// Image pull back-off: after a failed pull of an image for a pod, the
 	// next waits ImagePullBackOffInitial, doubling to ImagePullBackOffMax.
 	// Zero means the kubelet's 10s and 5m. Registry credentials are read
@@ -116,7 +119,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 	logger := klog.FromContext(ctx)
 	actions := computePodActions(pod, status, func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration {
 		return s.backOff.remaining(backOffKey(pod, c), cs.StartedAt, cs.FinishedAt)
-	})
+	}, s.cfg.Probes)
 	if !actions.changesRuntime() {
 		s.report(pod, status, actions.Waiting)
 		return SyncResult{StatusTime: status.TimeStamp, RequeueAfter: actions.RequeueAfter}, nil
@@ -398,6 +401,11 @@ func (s *Syncer) killContainers(ctx context.Context, pod *v1.Pod, status *kubeco
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			deadline := deadline
+			if k.Grace != nil {
+				// A failed probe's own grace period replaces the pod's.
+				deadline = s.cfg.Clock.Now().Add(time.Duration(*k.Grace) * time.Second)
+			}
 			if err := s.killContainer(ctx, pod, status, id, k, deadline); err != nil {
 				errs <- err
 			}

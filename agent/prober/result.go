@@ -12,10 +12,12 @@ const (
 	Startup   Type = "Startup"
 )
 
-// Result is a change of one probe's outcome for one container. Probe
-// workers send one only when the outcome changes.
+// Result is a change of one probe's outcome for one container, sent to the
+// syncLoop. Workers send one only when the outcome changes.
 type Result struct {
-	PodUID      types.UID
+	PodUID        types.UID
+	ContainerName string
+	// ContainerID is the runtime's ID, without the "containerd://" prefix.
 	ContainerID string
 	Type        Type
 	Success     bool

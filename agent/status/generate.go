@@ -21,6 +21,19 @@ type GenerateInput struct {
 	Now         metav1.Time
 	HostIP      string
 	RuntimeName string
+	// Probes says whether running containers have started and are ready;
+	// nil means every running container is both.
+	Probes Probes
+}
+
+// Probes is what a status needs of the prober.
+type Probes interface {
+	// Started reports whether container c, running as containerID (the
+	// runtime's ID), has passed its startup probe, if it has one.
+	Started(c *v1.Container, containerID string) bool
+	// Ready reports whether it has started and passed its readiness probe,
+	// if it has one.
+	Ready(c *v1.Container, containerID string) bool
 }
 
 // Generate computes a pod's API status the way the kubelet does.
@@ -45,10 +58,10 @@ func Generate(in GenerateInput) v1.PodStatus {
 		st.PodIP = ips[0]
 	}
 	for i := range pod.Spec.InitContainers {
-		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(&pod.Spec.InitContainers[i], rs, in.Waiting, in.RuntimeName))
+		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(&pod.Spec.InitContainers[i], rs, in.Waiting, in.RuntimeName, in.Probes))
 	}
 	for i := range pod.Spec.Containers {
-		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(&pod.Spec.Containers[i], rs, in.Waiting, in.RuntimeName))
+		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(&pod.Spec.Containers[i], rs, in.Waiting, in.RuntimeName, in.Probes))
 	}
 	st.Phase = phase(pod, st.InitContainerStatuses, st.ContainerStatuses)
 	if in.Old.Phase == v1.PodSucceeded || in.Old.Phase == v1.PodFailed {
@@ -58,7 +71,7 @@ func Generate(in GenerateInput) v1.PodStatus {
 	return st
 }
 
-func containerStatus(c *v1.Container, rs *kubecontainer.PodStatus, waiting map[string]kubecontainer.Waiting, runtimeName string) v1.ContainerStatus {
+func containerStatus(c *v1.Container, rs *kubecontainer.PodStatus, waiting map[string]kubecontainer.Waiting, runtimeName string, probes Probes) v1.ContainerStatus {
 	out := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 	all := rs.ContainersNamed(c.Name)
 	w, held := waiting[c.Name]
@@ -76,8 +89,11 @@ func containerStatus(c *v1.Container, rs *kubecontainer.PodStatus, waiting map[s
 	switch latest.State {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
 		out.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(latest.StartedAt)}
-		out.Ready = true
-		started := true
+		started, ready := true, true
+		if probes != nil {
+			started, ready = probes.Started(c, latest.ID), probes.Ready(c, latest.ID)
+		}
+		out.Ready = ready
 		out.Started = &started
 		if len(all) > 1 && all[1].State == runtimeapi.ContainerState_CONTAINER_EXITED {
 			out.LastTerminationState.Terminated = terminated(all[1], runtimeName)

@@ -578,3 +578,42 @@ func TestGenerateSidecars(t *testing.T) {
 		t.Errorf("app done, sidecar killed: phase %s, want Succeeded", st.Phase)
 	}
 }
+
+// probes answers Started and Ready from sets of container IDs.
+type probes struct{ started, ready map[string]bool }
+
+func (p probes) Started(_ *v1.Container, id string) bool { return p.started[id] }
+func (p probes) Ready(_ *v1.Container, id string) bool   { return p.ready[id] }
+
+func TestGenerateReadinessFromProbes(t *testing.T) {
+	pod := newPod(v1.RestartPolicyAlways, "a", "b")
+	rs := runtimeStatus(true, []string{"10.0.0.2"}, ctr("a", running, 0, 0, 1), ctr("b", running, 0, 0, 2))
+	tests := []struct {
+		name             string
+		probes           probes
+		wantA, wantReady bool
+		wantStartedA     bool
+	}{
+		{"both ready", probes{started: map[string]bool{"a-0": true, "b-0": true}, ready: map[string]bool{"a-0": true, "b-0": true}}, true, true, true},
+		{"one not ready", probes{started: map[string]bool{"a-0": true, "b-0": true}, ready: map[string]bool{"b-0": true}}, false, false, true},
+		{"not started", probes{started: map[string]bool{"b-0": true}, ready: map[string]bool{"b-0": true}}, false, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := Generate(GenerateInput{Pod: pod, Runtime: rs, Now: metav1.NewTime(t0), Probes: tt.probes})
+			a := st.ContainerStatuses[0]
+			if a.Ready != tt.wantA || *a.Started != tt.wantStartedA {
+				t.Errorf("container a: ready %v started %v; want %v %v", a.Ready, *a.Started, tt.wantA, tt.wantStartedA)
+			}
+			conds, _ := conditionsOf(st)
+			for _, ct := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady} {
+				if got := conds[ct].status == v1.ConditionTrue; got != tt.wantReady {
+					t.Errorf("%s = %v; want %v", ct, got, tt.wantReady)
+				}
+			}
+			if st.Phase != v1.PodRunning {
+				t.Errorf("phase %s; readiness must not change it", st.Phase)
+			}
+		})
+	}
+}

@@ -19,6 +19,12 @@ type Config struct {
 	HostIP string
 	// RuntimeName prefixes container IDs ("containerd://<id>").
 	RuntimeName string
+	// Probes, if set, decides whether running containers have started and
+	// are ready.
+	Probes Probes
+	// OnStatus, if set, is called with each status stored, outside the
+	// manager's lock; it must not block.
+	OnStatus func(uid types.UID, st v1.PodStatus)
 }
 
 // Manager keeps the newest API status of every pod. Safe for concurrent use.
@@ -38,12 +44,11 @@ func NewManager(cfg Config) *Manager {
 func (m *Manager) SetPodStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, waiting map[string]kubecontainer.Waiting) {
 	now := metav1.NewTime(m.cfg.Clock.Now())
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	old, ok := m.statuses[pod.UID]
 	if !ok {
 		old = v1.PodStatus{StartTime: &now}
 	}
-	m.statuses[pod.UID] = Generate(GenerateInput{
+	st := Generate(GenerateInput{
 		Pod:         pod,
 		Runtime:     rs,
 		Waiting:     waiting,
@@ -51,7 +56,13 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, waiting
 		Now:         now,
 		HostIP:      m.cfg.HostIP,
 		RuntimeName: m.cfg.RuntimeName,
+		Probes:      m.cfg.Probes,
 	})
+	m.statuses[pod.UID] = st
+	m.mu.Unlock()
+	if m.cfg.OnStatus != nil {
+		m.cfg.OnStatus(pod.UID, st)
+	}
 }
 
 // RemovePod forgets a pod's status.

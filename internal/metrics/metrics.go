@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/minikubelet/minikubelet/internal/probe"
 )
 
 // Metrics are the agent's metrics. The zero value is not usable; use New.
@@ -21,6 +23,12 @@ type Metrics struct {
 	PLEGRelistDuration prometheus.Histogram
 	// EventedPLEGConnectionErrors counts failed or broken event streams.
 	EventedPLEGConnectionErrors prometheus.Counter
+	// ProbeTotal counts probe runs by probe_type (Liveness, Readiness,
+	// Startup) and result (successful, failed, unknown), as the kubelet's
+	// prober_probe_total.
+	ProbeTotal *prometheus.CounterVec
+	// ProbeDuration observes how long each probe run took, by probe_type.
+	ProbeDuration *prometheus.HistogramVec
 }
 
 // PLEGState is what the PLEG metrics read at scrape time.
@@ -84,6 +92,15 @@ func New() *Metrics {
 			Name: "minikubelet_evented_pleg_connection_errors_total",
 			Help: "Failed or broken CRI container event streams.",
 		}),
+		ProbeTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "minikubelet_prober_probe_total",
+			Help: "Probe runs, by probe type and result (successful, failed, unknown: the check could not be made).",
+		}, []string{"probe_type", "result"}),
+		ProbeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "minikubelet_prober_probe_duration_seconds",
+			Help:    "Duration of a probe run, by probe type.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		}, []string{"probe_type"}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -91,6 +108,8 @@ func New() *Metrics {
 		m.ManifestErrors,
 		m.PLEGRelistDuration,
 		m.EventedPLEGConnectionErrors,
+		m.ProbeTotal,
+		m.ProbeDuration,
 	)
 	return m
 }
@@ -98,4 +117,18 @@ func New() *Metrics {
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+// ObserveProbe records one probe run of type probeType (Liveness,
+// Readiness, Startup) with its result.
+func (m *Metrics) ObserveProbe(probeType string, r probe.Result, d time.Duration) {
+	result := "unknown"
+	switch r {
+	case probe.Success:
+		result = "successful"
+	case probe.Failure:
+		result = "failed"
+	}
+	m.ProbeTotal.WithLabelValues(probeType, result).Inc()
+	m.ProbeDuration.WithLabelValues(probeType).Observe(d.Seconds())
 }

@@ -42,7 +42,7 @@ type Image struct {
 	Ref string `json:"ref"`
 	// Tar is an OCI image layout tarball.
 	Tar string `json:"tar"`
-	// Role is "pause" (the sandbox image) or "busybox".
+	// Role is "pause" (the sandbox image), "busybox" or "probeserver".
 	Role string `json:"role"`
 }
 
@@ -50,6 +50,9 @@ type Image struct {
 const (
 	RolePause   = "pause"
 	RoleBusybox = "busybox"
+	// RoleProbe is test/images/probeserver: HTTP, TCP, gRPC and exec
+	// checks whose answers tests flip.
+	RoleProbe = "probeserver"
 )
 
 // LoadBed reads and validates bed.json at path.

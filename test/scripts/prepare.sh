@@ -16,6 +16,7 @@ set -euo pipefail
 CONTAINERD_VERSION=v2.1.4
 PAUSE_REF=localhost/minikubelet/pause:3.10
 BUSYBOX_REF=localhost/minikubelet/busybox:1.35
+PROBE_REF=localhost/minikubelet/probeserver:1.0
 BUSYBOX_BIN=/bin/busybox
 IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # docker-registry, apache2-utils (htpasswd) and skopeo serve the image pull
@@ -117,7 +118,7 @@ images_stamp() {
 build_images() {
 	local stamp_file="$IMAGES_DIR/.stamp" want
 	want=$(images_stamp)
-	if [[ -f "$IMAGES_DIR/pause.tar" && -f "$IMAGES_DIR/busybox.tar" &&
+	if [[ -f "$IMAGES_DIR/pause.tar" && -f "$IMAGES_DIR/busybox.tar" && -f "$IMAGES_DIR/probeserver.tar" &&
 		"$(cat "$stamp_file" 2>/dev/null)" == "$want" ]]; then
 		return
 	fi
@@ -128,10 +129,14 @@ build_images() {
 	(
 		cd "$REPO"
 		CGO_ENABLED=0 GOFLAGS=-buildvcs=false "$GO" build -trimpath -ldflags='-s -w' -o "$tmp/pause" ./test/images/pause
+		CGO_ENABLED=0 GOFLAGS=-buildvcs=false "$GO" build -trimpath -ldflags='-s -w' -o "$tmp/probeserver" ./test/images/probeserver
 		GOFLAGS=-buildvcs=false "$GO" build -o "$tmp/mkimage" ./test/images/mkimage
 	)
 	"$tmp/mkimage" -ref "$PAUSE_REF" -o "$IMAGES_DIR/pause.tar" \
 		-file "/pause=$tmp/pause:0755" -entrypoint /pause
+	"$tmp/mkimage" -ref "$PROBE_REF" -o "$IMAGES_DIR/probeserver.tar" \
+		-file "/probeserver=$tmp/probeserver:0755" -dir /tmp:1777 \
+		-entrypoint /probeserver -cmd serve
 	local args=() applet
 	for applet in $("$BUSYBOX_BIN" --list); do
 		[[ "$applet" == busybox ]] || args+=(-symlink "/bin/$applet=busybox")
@@ -162,7 +167,8 @@ write_bed() {
 		  "cniBinDir": "$cni",
 		  "images": [
 		    {"ref": "$PAUSE_REF", "tar": "$IMAGES_DIR/pause.tar", "role": "pause"},
-		    {"ref": "$BUSYBOX_REF", "tar": "$IMAGES_DIR/busybox.tar", "role": "busybox"}
+		    {"ref": "$BUSYBOX_REF", "tar": "$IMAGES_DIR/busybox.tar", "role": "busybox"},
+		    {"ref": "$PROBE_REF", "tar": "$IMAGES_DIR/probeserver.tar", "role": "probeserver"}
 		  ]
 		}
 	EOF
