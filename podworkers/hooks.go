@@ -31,7 +31,7 @@ func newHookRunner(exec execer, c clock.Clock, hostIP string) *hookRunner {
 		exec:  exec,
 		clock: c,
 		// As for probes: follow redirects only to the same host.
-		http: probe.NewHTTP(probe.HookUserAgent()),
+		http:   probe.NewHTTP(probe.HookUserAgent()),
 		hostIP: hostIP,
 	}
 }
