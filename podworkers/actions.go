@@ -214,9 +214,13 @@ func containerActions(pod *v1.Pod, c *v1.Container, cs *kubecontainer.ContainerS
 			return
 		}
 		if probe, failed := probes.Unhealthy(cs.ID); failed {
-			// As the kubelet: killed, and once it has exited the restart
-			// policy (and back-off) decides whether it runs again.
+			// As the kubelet: killed and, unless the policy is Never,
+			// started again in the same sync whatever its exit code (an
+			// app that exits 0 on SIGTERM is restarted under OnFailure).
 			a.ContainersToKill[cs.ID] = containerToKill{Name: c.Name, Reason: probe + " probe failed", Grace: probeGrace(c, probe)}
+			if alwaysRestart || pod.Spec.RestartPolicy != v1.RestartPolicyNever {
+				a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
+			}
 		}
 	case cs.State != runtimeapi.ContainerState_CONTAINER_EXITED:
 		// Created but never started (the agent died between create

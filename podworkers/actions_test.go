@@ -550,16 +550,21 @@ func TestComputePodActionsProbeFailures(t *testing.T) {
 		inSandbox(ctrStatus(pod, "other", "other-0", running, 0, 0, t0), "sb1"))
 
 	got := computePodActions(pod, status, noBackOff, fakeProbes{unhealthy: map[string]string{"app-0": "Liveness", "other-0": "Startup"}})
-	want := actionSummary{SandboxID: "sb1", Kill: map[string]string{"app-0": "Liveness probe failed", "other-0": "Startup probe failed"}}
+	want := actionSummary{SandboxID: "sb1", Start: []string{"app#1", "other#1"}, Kill: map[string]string{"app-0": "Liveness probe failed", "other-0": "Startup probe failed"}}
 	if s := summarize(got); !reflect.DeepEqual(s, want) {
 		t.Fatalf("actions:\n got %+v\nwant %+v", s, want)
 	}
-	// Killed only: once it has exited, the restart policy decides.
 	if g := got.ContainersToKill["app-0"].Grace; g == nil || *g != 3 {
 		t.Errorf("liveness kill grace = %v; want the probe's 3s", g)
 	}
 	if g := got.ContainersToKill["other-0"].Grace; g != nil {
 		t.Errorf("startup kill grace = %v; want the pod's", *g)
+	}
+
+	never := pod.DeepCopy()
+	never.Spec.RestartPolicy = v1.RestartPolicyNever
+	if s := summarize(computePodActions(never, status, noBackOff, fakeProbes{unhealthy: map[string]string{"app-0": "Liveness"}})); len(s.Start) != 0 || len(s.Kill) != 1 {
+		t.Errorf("restartPolicy Never: %+v; want the container killed, not restarted", s)
 	}
 
 	healthy := computePodActions(pod, status, noBackOff, fakeProbes{})

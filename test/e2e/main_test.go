@@ -18,8 +18,10 @@ type suite struct {
 	// binary is the minikubelet under test.
 	binary string
 	// busybox is the test image's reference.
-	busybox  string
-	runtimes []*ctrdtest.Containerd
+	busybox string
+	// probeserver is test/images/probeserver's reference.
+	probeserver string
+	runtimes    []*ctrdtest.Containerd
 	// skip is why the suite does not run, if it does not.
 	skip string
 }
@@ -51,6 +53,12 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	env.busybox = img.Ref
+	probeImg, err := bed.Image(ctrdtest.RoleProbe)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err, "(run `make prepare` again)")
+		return 1
+	}
+	env.probeserver = probeImg.Ref
 
 	base := os.Getenv("MINIKUBELET_BED_BASE")
 	if base == "" {
