@@ -137,7 +137,7 @@ func (w *worker) step(ctx context.Context) (wait time.Duration, scheduled bool) 
 		if startedAt.Before(w.m.start) {
 			// Running before the agent started: spread the first probes
 			// of all such containers over a period.
-			spread := now.Add(time.Duration(rand.Int64N(int64(w.period()))))
+			spread := now.Add(time.Duration(rand.Int64N(int64(w.period())))) //nolint:gosec // jitter, not a secret
 			if spread.After(w.next) {
 				w.next = spread
 			}

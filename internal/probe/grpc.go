@@ -26,7 +26,7 @@ func GRPC(ctx context.Context, host string, port int, service, userAgent string)
 	if err != nil {
 		return Failure, fmt.Sprintf("grpc %s: %v", addr, err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service}, grpc.WaitForReady(false))
 	switch {
 	case status.Code(err) == codes.Unimplemented:

@@ -168,13 +168,13 @@ func TestGRPC(t *testing.T) {
 	hs.SetServingStatus("down", healthpb.HealthCheckResponse_NOT_SERVING)
 	gs := grpc.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
-	go gs.Serve(ln) //nolint:errcheck // ends with Stop
+	go gs.Serve(ln)
 	defer gs.Stop()
 	host, port := hostPort(t, ln.Addr().String())
 
 	bare := grpc.NewServer() // no health service
 	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
-	go bare.Serve(ln2) //nolint:errcheck // ends with Stop
+	go bare.Serve(ln2)
 	defer bare.Stop()
 	_, port2 := hostPort(t, ln2.Addr().String())
 

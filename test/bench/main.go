@@ -44,8 +44,10 @@ func main() {
 	plegPods := flag.Int("pleg-pods", 100, "running pods while the agent's CPU time per PLEG mode is measured (0 skips)")
 	idlePods := flag.Int("idle-pods", 50, "static pods to run while the agent's idle CPU time is measured (0 skips)")
 	idleFor := flag.Duration("idle-for", 60*time.Second, "how long idle CPU time is measured")
+	profile := flag.String("probe-cpuprofile", "", "write a 30s CPU profile of the agent taken during the probe measurement to this file")
+	probePods := flag.Int("probe-pods", 100, "running pods, each with an exec liveness and an httpGet readiness probe every 10s, while the agent's CPU time is measured for a minute (0 skips)")
 	flag.Parse()
-	opts := options{runs: *runs, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegPods: *plegPods}
+	opts := options{runs: *runs, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegPods: *plegPods, probePods: *probePods, probeProfile: *profile}
 	if err := run(*bedPath, *bin, *runtimeName, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -53,13 +55,16 @@ func main() {
 }
 
 type options struct {
-	runs     int
-	keepLog  string
-	writes   int
-	idlePods int
-	idleFor  time.Duration
-	kills    int
-	plegPods int
+	runs      int
+	keepLog   string
+	writes    int
+	idlePods  int
+	idleFor   time.Duration
+	kills     int
+	plegPods  int
+	probePods int
+	// probeProfile, if set, receives a CPU profile of the probe run.
+	probeProfile string
 }
 
 func run(bedPath, bin, runtimeName string, o options) error {
@@ -155,7 +160,70 @@ func run(bedPath, bin, runtimeName string, o options) error {
 			return fmt.Errorf("pleg: %w", err)
 		}
 	}
+	if o.probePods > 0 {
+		probe, err := bed.Image(ctrdtest.RoleProbe)
+		if err != nil {
+			return err
+		}
+		if err := probeBench(ctx, bin, rt, probe.Ref, base, o.probePods, o.probeProfile); err != nil {
+			return fmt.Errorf("probes: %w", err)
+		}
+	}
 	return nil
+}
+
+// probeBench measures the agent's CPU time per minute and RSS with n pods
+// that each carry an exec liveness and an httpGet readiness probe every
+// 10s (evented PLEG), and how many probes ran meanwhile.
+func probeBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image, base string, n int, profile string) error {
+	a, err := startAgent(bin, rt, base, "probes", "--pleg-mode", "evented")
+	if err != nil {
+		return err
+	}
+	defer a.stop()
+	a.profile = profile
+	before := a.probeRuns()
+	cpu, rss, err := a.steadyCost(n, time.Minute, probedPod(image))
+	if err != nil {
+		return err
+	}
+	runs := a.probeRuns() - before
+	fmt.Printf("agent with %d running pods, each with an exec liveness and an httpGet readiness probe every 10s (evented), per minute\n", n)
+	fmt.Printf("  CPU %.2f s/min (%.2f%% of one core)   RSS %.1f MiB   probes run since start: %d\n", cpu.Seconds(), 100*cpu.Seconds()/60, float64(rss)/(1<<20), runs)
+	return a.drain(ctx, rt)
+}
+
+// saveProfile writes a CPU profile of the agent over d to path.
+func (a *agentProc) saveProfile(path string, d time.Duration) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", a.port, int(d.Seconds()))) //nolint:noctx // the agent's own port
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: profile:", err)
+	}
+}
+
+// probeRuns sums minikubelet_prober_probe_total from /metrics.
+func (a *agentProc) probeRuns() int {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", a.port)) //nolint:noctx // the agent's own port
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	total := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "minikubelet_prober_probe_total{") {
+			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+				total += int(v)
+			}
+		}
+	}
+	return total
 }
 
 // drain removes every manifest and waits until the runtime holds no
@@ -255,7 +323,9 @@ type agentProc struct {
 	cmd      *exec.Cmd
 	manifest string
 	port     int
-	node     string
+	// profile, if set, is where steadyCost saves a CPU profile.
+	profile string
+	node    string
 }
 
 func startAgent(bin string, rt *ctrdtest.Containerd, base, node string, extraArgs ...string) (*agentProc, error) {
@@ -465,8 +535,40 @@ func (a *agentProc) configLatency(image string, n int) ([]time.Duration, error) 
 // idleCost starts n host-network static pods, waits until all run, lets the
 // agent settle, and returns the CPU time it used over d and its RSS after.
 func (a *agentProc) idleCost(ctx context.Context, rt *ctrdtest.Containerd, image string, n int, d time.Duration) (time.Duration, int64, error) {
+	return a.steadyCost(n, d, func(i int) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: idle-%d\nspec:\n  hostNetwork: true\n  terminationGracePeriodSeconds: 0\n  containers:\n  - name: main\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", i, image)
+	})
+}
+
+// probedPod is a pod whose container carries an exec liveness probe and an
+// httpGet readiness probe, both every 10s, on the pod network.
+func probedPod(image string) func(i int) string {
+	return func(i int) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: idle-%d
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: main
+    image: %s
+    livenessProbe:
+      exec: {command: ["/probeserver", "check"]}
+      periodSeconds: 10
+    readinessProbe:
+      httpGet: {path: /healthz, port: 8080}
+      periodSeconds: 10
+`, i, image)
+	}
+}
+
+// steadyCost starts n static pods made by manifest, waits until all run
+// (and are ready), lets the agent settle, and returns the CPU time it used
+// over d and its RSS after.
+func (a *agentProc) steadyCost(n int, d time.Duration, manifest func(i int) string) (time.Duration, int64, error) {
 	for i := 0; i < n; i++ {
-		m := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: idle-%d\nspec:\n  hostNetwork: true\n  terminationGracePeriodSeconds: 0\n  containers:\n  - name: main\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", i, image)
+		m := manifest(i)
 		if err := os.WriteFile(filepath.Join(a.manifest, fmt.Sprintf("idle-%d.yaml", i)), []byte(m), 0o644); err != nil {
 			return 0, 0, err
 		}
@@ -478,7 +580,7 @@ func (a *agentProc) idleCost(ctx context.Context, rt *ctrdtest.Containerd, image
 		}
 		up := 0
 		for i := range pods {
-			if running(pods[i:i+1], pods[i].Name) {
+			if running(pods[i:i+1], pods[i].Name) && podReady(&pods[i]) {
 				up++
 			}
 		}
@@ -494,6 +596,9 @@ func (a *agentProc) idleCost(ctx context.Context, rt *ctrdtest.Containerd, image
 	if err != nil {
 		return 0, 0, err
 	}
+	if a.profile != "" {
+		go a.saveProfile(a.profile, 30*time.Second)
+	}
 	time.Sleep(d)
 	after, rss, err := procStat(a.cmd.Process.Pid)
 	if err != nil {
@@ -503,6 +608,15 @@ func (a *agentProc) idleCost(ctx context.Context, rt *ctrdtest.Containerd, image
 		_ = os.Remove(filepath.Join(a.manifest, fmt.Sprintf("idle-%d.yaml", i)))
 	}
 	return after - before, rss, nil
+}
+
+func podReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // procStat returns a process's CPU time (user+system) and resident memory.
@@ -609,7 +723,7 @@ func (a *agentProc) killLatency(ctx context.Context, rt *ctrdtest.Containerd, im
 		}
 		up := 0
 		for i := range pods {
-			if running(pods[i:i+1], pods[i].Name) {
+			if running(pods[i:i+1], pods[i].Name) && podReady(&pods[i]) {
 				up++
 			}
 		}
