@@ -121,6 +121,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		},
 		ManifestErrors: a.merger,
 		Metrics:        a.metrics.Handler(),
+		Logs:           a,
 	})
 	if err != nil {
 		return err

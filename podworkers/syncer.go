@@ -425,7 +425,7 @@ func (s *Syncer) killContainers(ctx context.Context, pod *v1.Pod, status *kubeco
 // periods only shrink: the hook's time is taken from the container's.
 func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus, id string, k containerToKill, deadline time.Time) error {
 	logger := klog.FromContext(ctx).WithValues("container", k.Name, "containerID", id)
-	if c := containerSpec(pod, k.Name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+	if c := kubecontainer.SpecOf(pod, k.Name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 		if left := deadline.Sub(s.cfg.Clock.Now()); left > 0 {
 			var ips []string
 			if status != nil {
@@ -443,22 +443,6 @@ func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, status *kubecon
 	logger.V(2).Info("Killing container", "reason", k.Reason, "gracePeriod", grace)
 	if err := s.cfg.Runtime.StopContainer(ctx, id, grace); err != nil && !kubecontainer.IsNotFound(err) {
 		return fmt.Errorf("stop container %q (%s): %w", k.Name, id, err)
-	}
-	return nil
-}
-
-// containerSpec returns the spec of the container called name, regular or
-// init; nil when the pod has none (an orphan rebuilt from the runtime).
-func containerSpec(pod *v1.Pod, name string) *v1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
 	}
 	return nil
 }

@@ -48,6 +48,8 @@ type Config struct {
 	ManifestErrors manifestErrors
 	// Metrics serves /metrics.
 	Metrics http.Handler
+	// Logs backs /containerLogs/{namespace}/{pod}/{container}.
+	Logs containerLogs
 }
 
 // Server serves the endpoints.
@@ -93,6 +95,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	readOnly.HandleFunc("GET /pods", s.pods)
 	readOnly.HandleFunc("GET /healthz", s.healthz)
 	readOnly.HandleFunc("GET /manifests/errors", s.manifestErrors)
+	readOnly.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLog)
 	// Profiling, as the kubelet serves it (its enableProfilingHandler).
 	readOnly.HandleFunc("GET /debug/pprof/", pprof.Index)
 	readOnly.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)

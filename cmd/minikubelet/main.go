@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/internal/cli"
 	"github.com/minikubelet/minikubelet/internal/flagutil"
 	"github.com/minikubelet/minikubelet/internal/version"
 )
@@ -22,16 +23,26 @@ func main() {
 }
 
 func run(args []string) int {
-	if len(args) > 0 && args[0] == "version" {
-		fmt.Println("minikubelet", version.Version)
-		return 0
+	if len(args) > 0 {
+		switch args[0] {
+		case "version":
+			fmt.Println("minikubelet", version.Version)
+			return 0
+		case "pods", "logs":
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			if args[0] == "pods" {
+				return cli.Pods(ctx, args[1:], os.Stdout, os.Stderr)
+			}
+			return cli.Logs(ctx, args[1:], os.Stdout, os.Stderr)
+		}
 	}
 	if len(args) > 0 && args[0] == "run" {
 		args = args[1:]
 	}
 	fs := flag.NewFlagSet("minikubelet", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: minikubelet [run] [flags]\n       minikubelet version\n\nRuns the pods of --pod-manifest-path in the CRI runtime at --container-runtime-endpoint.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: minikubelet [run] [flags]\n       minikubelet pods [--server URL] [-n NAMESPACE]\n       minikubelet logs POD [-c CONTAINER] [-f] [--previous] [--tail N] [--timestamps] [--server URL]\n       minikubelet version\n\nRuns the pods of --pod-manifest-path in the CRI runtime at --container-runtime-endpoint.\n\nFlags:\n")
 		flagutil.PrintDefaults(fs.Output(), fs)
 	}
 	cfg := agent.DefaultConfig()

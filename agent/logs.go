@@ -1,0 +1,66 @@
+package agent
+
+import (
+	"fmt"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/server"
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+)
+
+// ContainerLog finds the log file of a container of a pod the node runs,
+// for /containerLogs: the newest instance's, or with previous the one
+// before it, as the kubelet answers `kubectl logs --previous`.
+func (a *Agent) ContainerLog(namespace, name, container string, previous bool) (server.LogFile, error) {
+	var pod *v1.Pod
+	for _, p := range a.pods.list() {
+		if p.Namespace == namespace && p.Name == name {
+			pod = p
+			break
+		}
+	}
+	if pod == nil {
+		return server.LogFile{}, fmt.Errorf("pod %s/%s: %w", namespace, name, server.ErrNotFound)
+	}
+	if kubecontainer.SpecOf(pod, container) == nil {
+		return server.LogFile{}, fmt.Errorf("container %q is not valid for pod %s: %w", container, name, server.ErrNotFound)
+	}
+	st, err := a.cache.Get(pod.UID)
+	if err != nil {
+		return server.LogFile{}, fmt.Errorf("status of pod %s: %w", name, err)
+	}
+	all := st.ContainersNamed(container)
+	i := 0
+	if previous {
+		i = 1
+	}
+	if len(all) <= i {
+		if previous {
+			return server.LogFile{}, fmt.Errorf("previous terminated container %q in pod %q not found", container, name)
+		}
+		return server.LogFile{}, fmt.Errorf("container %q in pod %q is waiting to start", container, name)
+	}
+	cs := all[i]
+	if !filepath.IsAbs(cs.LogPath) {
+		return server.LogFile{}, fmt.Errorf("container %q in pod %q has no log file", container, name)
+	}
+	id, uid := cs.ID, pod.UID
+	return server.LogFile{
+		Path: cs.LogPath,
+		Running: func() bool {
+			st, err := a.cache.Get(uid)
+			if err != nil {
+				return true // unknown: keep following
+			}
+			for _, c := range st.Containers {
+				if c.ID == id {
+					return c.State == runtimeapi.ContainerState_CONTAINER_RUNNING
+				}
+			}
+			return false
+		},
+	}, nil
+}

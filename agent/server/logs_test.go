@@ -1,0 +1,165 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeLogs serves one container's log file.
+type fakeLogs struct {
+	path     string
+	previous string
+	running  atomic.Bool
+}
+
+func (f *fakeLogs) ContainerLog(ns, pod, container string, previous bool) (LogFile, error) {
+	if ns != "default" || pod != "web" || container != "app" {
+		return LogFile{}, fmt.Errorf("container %q of pod %s/%s: %w", container, ns, pod, ErrNotFound)
+	}
+	if previous {
+		return LogFile{Path: f.previous, Running: func() bool { return false }}, nil
+	}
+	return LogFile{Path: f.path, Running: f.running.Load}, nil
+}
+
+const criLog = `2026-11-21T10:00:00.000000001Z stdout F one
+2026-11-21T10:00:01.000000000Z stderr P tw
+2026-11-21T10:00:01.500000000Z stderr F o
+2026-11-21T10:00:02.000000000Z stdout F three
+`
+
+func logServer(t *testing.T) (*httptest.Server, *fakeLogs) {
+	t.Helper()
+	dir := t.TempDir()
+	f := &fakeLogs{path: filepath.Join(dir, "0.log"), previous: filepath.Join(dir, "prev.log")}
+	if err := os.WriteFile(f.path, []byte(criLog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.previous, []byte("2026-11-21T09:00:00Z stdout F before\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{cfg: Config{Logs: f}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLog)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv, f
+}
+
+func getLog(t *testing.T, srv *httptest.Server, path string) (string, int) {
+	t.Helper()
+	resp, err := http.Get(srv.URL + path) //nolint:noctx // test
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b), resp.StatusCode
+}
+
+func TestContainerLogs(t *testing.T) {
+	srv, _ := logServer(t)
+	tests := []struct {
+		query string
+		want  string
+		code  int
+	}{
+		{"", "one\ntwo\nthree\n", 200},
+		{"?tailLines=1", "three\n", 200},
+		{"?tailLines=2", "o\nthree\n", 200}, // the tail cuts a joined line, as the kubelet's does
+		{"?tailLines=0", "", 200},
+		{"?timestamps=true&tailLines=1", "2026-11-21T10:00:02.000000000Z three\n", 200},
+		{"?sinceTime=2026-11-21T10:00:01Z", "two\nthree\n", 200},
+		{"?limitBytes=5", "one\nt", 200},
+		{"?previous=true", "before\n", 200},
+		{"?tailLines=x", "query parameter tailLines", 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			got, code := getLog(t, srv, "/containerLogs/default/web/app"+tt.query)
+			if code != tt.code || (code == 200 && got != tt.want) || (code != 200 && !strings.Contains(got, tt.want)) {
+				t.Fatalf("HTTP %d %q; want %d %q", code, got, tt.code, tt.want)
+			}
+		})
+	}
+	if got, code := getLog(t, srv, "/containerLogs/default/web/nope"); code != http.StatusNotFound || !strings.Contains(got, `"nope"`) {
+		t.Errorf("unknown container: HTTP %d %q", code, got)
+	}
+}
+
+func TestContainerLogsFollow(t *testing.T) {
+	srv, f := logServer(t)
+	f.running.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/containerLogs/default/web/app?follow=true&tailLines=1", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	read := make(chan string, 16)
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(b)
+			if n > 0 {
+				read <- string(b[:n])
+			}
+			if err != nil {
+				close(read)
+				return
+			}
+		}
+	}()
+	var got strings.Builder
+	expect := func(want string) {
+		t.Helper()
+		for !strings.HasSuffix(got.String(), want) {
+			select {
+			case s, ok := <-read:
+				if !ok {
+					t.Fatalf("stream ended with %q; want %q", got.String(), want)
+				}
+				got.WriteString(s)
+			case <-ctx.Done():
+				t.Fatalf("got %q; want it to end with %q", got.String(), want)
+			}
+		}
+	}
+	expect("three\n")
+	appendLine := func(path, line string) {
+		fh, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(fh, line)
+		fh.Close()
+	}
+	appendLine(f.path, "2026-11-21T10:00:03Z stdout P fo")
+	appendLine(f.path, "2026-11-21T10:00:03Z stdout F ur")
+	expect("three\nfour\n")
+	// Rotation: the file is renamed away and a new one takes its path.
+	appendLine(f.path, "2026-11-21T10:00:04Z stdout F five")
+	if err := os.Rename(f.path, f.path+".20261121-100004"); err != nil {
+		t.Fatal(err)
+	}
+	appendLine(f.path, "2026-11-21T10:00:05Z stdout F six")
+	expect("four\nfive\nsix\n")
+	// The container stops: the stream ends.
+	f.running.Store(false)
+	for range read {
+	}
+	if !strings.HasSuffix(got.String(), "six\n") {
+		t.Errorf("stream %q", got.String())
+	}
+}
