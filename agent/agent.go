@@ -188,7 +188,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	// Pod volumes live under <root-dir>/pods; a standalone agent has no
 	// apiserver to serve configMaps, secrets or tokens.
-	podVolumes := volumes.New(volumes.Config{RootDir: a.cfg.RootDir, Clock: a.clock})
+	podVolumes := volumes.New(volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: nodeAllocatable(a.cfg.RootDir), Clock: a.clock})
 	statusManager := status.NewManager(status.Config{Clock: a.clock, HostIP: a.hostIP, RuntimeName: clients.RuntimeName})
 	a.status.Store(statusManager)
 	syncer := podworkers.NewSyncer(podworkers.SyncerConfig{

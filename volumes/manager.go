@@ -77,10 +77,15 @@ type Manager struct {
 	active map[types.UID]bool
 }
 
-// New returns a Manager. It does no I/O.
+// New returns a Manager. It does no I/O; a relative RootDir is made
+// absolute against the working directory (the runtime needs absolute
+// host paths).
 func New(cfg Config) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if abs, err := filepath.Abs(cfg.RootDir); err == nil {
+		cfg.RootDir = abs
 	}
 	m := &Manager{cfg: cfg, active: map[types.UID]bool{}}
 	m.plugins = newPlugins(&m.cfg)
