@@ -388,3 +388,50 @@ spec:
 		}
 	})
 }
+
+// Housekeeping removes what a crash left under <root-dir>/pods: the
+// directory of a pod nothing refers to, after unmounting its volumes.
+func TestVolumeHousekeepingRemovesStalePodDirs(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
+		a := startAgent(t, rt)
+		stale := filepath.Join(a.dir, "root", "pods", "0badc0de-stale", "volumes", "kubernetes.io~empty-dir", "mem")
+		if err := os.MkdirAll(stale, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount("tmpfs", stale, "tmpfs", 0, "size=1m"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(stale, "f"), []byte("left behind"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// A running pod's directory stays.
+		a.writeManifest("live.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: live
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes:
+  - {name: mem, emptyDir: {medium: Memory}}
+  containers:
+  - name: main
+    image: %s
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: mem, mountPath: /mem}
+`, env.busybox))
+		pod := a.waitRunning("live", 60*time.Second)
+		podsDir := filepath.Join(a.dir, "root", "pods")
+		waitFor(t, 30*time.Second, "the stale pod directory removed", func() (bool, string) {
+			_, err := os.Stat(filepath.Join(podsDir, "0badc0de-stale"))
+			return os.IsNotExist(err), fmt.Sprintf("stat: %v; mounts: %q", err, mountsUnder(t, filepath.Join(podsDir, "0badc0de-stale")))
+		})
+		if got := mountsUnder(t, filepath.Join(podsDir, "0badc0de-stale")); len(got) != 0 {
+			t.Errorf("mounts left: %q", got)
+		}
+		if got := mountsUnder(t, a.podDir(pod)); len(got) != 1 {
+			t.Errorf("the live pod's mounts: %q, want its tmpfs", got)
+		}
+	})
+}
