@@ -43,6 +43,10 @@
 // mounted read-only. downwardAPI, secret and projected volumes live on a
 // tmpfs, configMap volumes on disk, as with the kubelet.
 //
+// mountPropagation HostToContainer and Bidirectional need the volume's host
+// path on a shared (or, for HostToContainer, slave) mount, as with the
+// kubelet: containerd refuses the container otherwise.
+//
 // Where it departs from the kubelet:
 //   - No fsGroup: volume files are not handed to the pod's fsGroup
 //     (SetVolumeOwnership); content files keep their mode, owned by root,
