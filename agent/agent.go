@@ -24,6 +24,7 @@ import (
 	"github.com/minikubelet/minikubelet/internal/probe"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
+	"github.com/minikubelet/minikubelet/volumes"
 )
 
 // Channel capacities. Each channel has one writer and one reader, is owned
@@ -62,6 +63,9 @@ type Agent struct {
 	runtimeReady atomic.Bool
 	// syncLoopTick is the UnixNano time of the syncLoop's last iteration.
 	syncLoopTick atomic.Int64
+	// podDirs cleans up gone pods' directories; set by Run before the
+	// syncLoop starts.
+	podDirs *podDirCleaner
 }
 
 // Deps are what tests may replace; zero values get the real thing.
@@ -186,6 +190,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		_ = clients.Images.Close(closeCtx)
 	}()
 
+	// Pod volumes live under <root-dir>/pods; a standalone agent has no
+	// apiserver to serve configMaps, secrets or tokens.
+	podVolumes := volumes.New(volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: nodeAllocatable(a.cfg.RootDir), Clock: a.clock})
 	// Probe results go to the syncLoop; probe workers learn of their
 	// containers from the statuses the status manager stores.
 	probeResults := make(chan prober.Result, probeResultsCap)
@@ -215,6 +222,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		HostIP:         a.hostIP,
 		RootDir:        a.cfg.RootDir,
 		PodLogsDir:     a.cfg.PodLogsDir,
+		Volumes:        podVolumes,
 		BackOffInitial: 10 * time.Second,
 		BackOffMax:     a.cfg.MaxContainerRestartPeriod,
 		BackOffReset:   10 * time.Minute,
@@ -230,6 +238,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		ResyncInterval: a.cfg.SyncFrequency,
 	})
 	defer a.workers.Wait()
+	a.podDirs = newPodDirCleaner(podVolumes, a.podsInUse)
+	goRun(a.podDirs.run)
 	lifecycle := a.newPLEG(clients)
 	a.pleg.Store(&plegHandle{lifecycle})
 	a.metrics.RegisterPLEG(lifecycle)

@@ -49,6 +49,7 @@ func (a *Agent) syncLoop(ctx context.Context, updates <-chan podconfig.PodUpdate
 		case <-housekeeping.C():
 			a.housekeeping()
 			a.killOrphans(ctx, logger)
+			a.cleanupPodDirs()
 		}
 	}
 }

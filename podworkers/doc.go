@@ -27,6 +27,10 @@
 // policy and crash-loop back-off), the conversions from a v1 Pod to CRI
 // configs (sandbox_config.go, container_config.go, resources.go,
 // security.go), images with pull back-off and node credentials
-// (images.go), lifecycle hooks (hooks.go) and termination messages
-// (termination_message.go).
+// (images.go), lifecycle hooks (hooks.go), termination messages
+// (termination_message.go) and volumes (volumes.go: set up through the
+// volumes package at every sync before anything else; a volume that fails
+// holds the pod's containers in ContainerCreating with a message naming
+// it; mounts go into each container's config; the pod's directory is torn
+// down with the pod).
 package podworkers

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/volumes"
 )
 
 // runtimeService is the part of the CRI runtime service the syncer drives.
@@ -61,6 +62,10 @@ type SyncerConfig struct {
 	Cache   cacheWriter
 	Status  statusSetter
 	Clock   clock.Clock
+	// Volumes sets up pods' volumes before their containers start and
+	// removes pods' directories at the end. Nil: pods run without their
+	// volumes, and their directories are removed as they are.
+	Volumes volumeManager
 	// NodeName and HostIP are what env fieldRefs see.
 	NodeName string
 	HostIP   string
@@ -120,6 +125,12 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 	actions := computePodActions(pod, status, func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration {
 		return s.backOff.remaining(backOffKey(pod, c), cs.StartedAt, cs.FinishedAt)
 	}, s.cfg.Probes)
+	vols, err := s.setUpVolumes(ctx, pod)
+	if err != nil {
+		holdForVolumes(&actions, err)
+		s.report(pod, status, actions.Waiting)
+		return SyncResult{StatusTime: status.TimeStamp}, err
+	}
 	if !actions.changesRuntime() {
 		s.report(pod, status, actions.Waiting)
 		return SyncResult{StatusTime: status.TimeStamp, RequeueAfter: actions.RequeueAfter}, nil
@@ -129,7 +140,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 	// died is shown terminated now, not only once its replacement runs.
 	s.report(pod, status, actions.Waiting)
 
-	syncErr := s.apply(ctx, pod, status, &actions)
+	syncErr := s.apply(ctx, pod, status, &actions, vols)
 	fresh, err := s.refresh(ctx, pod.UID)
 	if err != nil {
 		// What this sync did is not in the cache: the next sync must wait
@@ -142,7 +153,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 
 // apply carries out the actions. Containers that fail to start are recorded
 // in actions.Waiting; the first error is returned so the worker retries.
-func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus, actions *podActions) error {
+func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus, actions *podActions, vols *volumes.PodVolumes) error {
 	grace := podGracePeriod(pod)
 	if actions.KillPod {
 		if err := s.killPod(ctx, pod, status, grace); err != nil {
@@ -198,7 +209,7 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 			}
 			continue
 		}
-		if w, err := s.startContainer(ctx, pod, cts, sandboxID, sandboxConfig, penv, img); err != nil {
+		if w, err := s.startContainer(ctx, pod, cts, sandboxID, sandboxConfig, penv, img, vols); err != nil {
 			if w.Reason != "" {
 				actions.Waiting[cts.Container.Name] = w
 			} else {
@@ -249,7 +260,7 @@ func (s *Syncer) sandboxIPs(ctx context.Context, sandboxID string) []string {
 
 // startContainer makes sure the image is there, then creates and starts one
 // container. On failure it returns the waiting reason to report.
-func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, cts containerToStart, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, penv podEnv, img imageResult) (kubecontainer.Waiting, error) {
+func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, cts containerToStart, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, penv podEnv, img imageResult, vols *volumes.PodVolumes) (kubecontainer.Waiting, error) {
 	c := cts.Container
 	logger := klog.FromContext(ctx).WithValues("container", c.Name)
 	if img.err != nil {
@@ -271,6 +282,9 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, cts containerT
 		SeccompRoot:  filepath.Join(s.cfg.RootDir, "seccomp"),
 	})
 	if err != nil {
+		return kubecontainer.Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}, err
+	}
+	if err := addVolumeMounts(ctx, cfg, vols, c); err != nil {
 		return kubecontainer.Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}, err
 	}
 	if err := os.MkdirAll(filepath.Join(sandboxConfig.LogDirectory, c.Name), 0o755); err != nil {
@@ -558,10 +572,12 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, status *kub
 	if len(fresh.Sandboxes) > 0 || len(fresh.Containers) > 0 {
 		return SyncResult{StatusTime: fresh.TimeStamp}, fmt.Errorf("pod still has %d sandboxes and %d containers after removal", len(fresh.Sandboxes), len(fresh.Containers))
 	}
-	for _, dir := range []string{PodLogsDir(s.cfg.PodLogsDir, pod), s.podDir(pod.UID)} {
-		if err := os.RemoveAll(dir); err != nil {
-			return SyncResult{StatusTime: fresh.TimeStamp}, fmt.Errorf("remove %s: %w", dir, err)
-		}
+	logsDir := PodLogsDir(s.cfg.PodLogsDir, pod)
+	if err := os.RemoveAll(logsDir); err != nil {
+		return SyncResult{StatusTime: fresh.TimeStamp}, fmt.Errorf("remove %s: %w", logsDir, err)
+	}
+	if err := s.removePodDir(ctx, pod.UID); err != nil {
+		return SyncResult{StatusTime: fresh.TimeStamp}, err
 	}
 	s.backOff.forget(string(pod.UID) + "/")
 	s.pulls.forget(pod.UID)

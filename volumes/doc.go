@@ -1,10 +1,68 @@
-// Package volumes will own pod volumes: one small plugin per volume type
-// (emptyDir, hostPath, downwardAPI, and for apiserver pods configMap, secret
-// and projected) behind one interface, set up under
-// <root-dir>/pods/<uid>/volumes before a pod's sandbox starts and torn down
-// after its last container is gone.
+// Package volumes owns pod volumes on the node: it sets them up under
+// <root-dir>/pods/<uid>/volumes before a pod's containers start, gives each
+// container its CRI mounts, and tears everything under <root-dir>/pods/<uid>
+// down after the pod's last container and sandbox are gone.
 //
-// Nothing is implemented yet: the agent runs pods without volumes, and a
-// container's volumeMounts are not passed to the runtime. Data will enter as
-// a pod's spec.volumes and leave as CRI mounts for its containers.
+// Data enters as a pod's spec.volumes and its containers' volumeMounts
+// (Manager.SetUpPod, PodVolumes.Mounts), plus, for configMap, secret and
+// serviceAccountToken content, the API objects an object source serves in
+// node mode. It leaves as directories and files on the host and as
+// k8s.io/cri-api Mounts that the pod worker puts in each ContainerConfig.
+// The Manager keeps no state about a pod but what is on disk and whether
+// it was set up, so an agent that restarts picks up what is there.
+//
+// One small plugin per volume type sets it up, in the kubelet's layout
+// (<pod dir>/volumes/<plugin dir>/<volume name>):
+//
+//   - emptyDir (kubernetes.io~empty-dir): a directory, mode 0777; with
+//     medium Memory a tmpfs mounted there, sized as the kubelet sizes it:
+//     the smallest of sizeLimit, the pod's memory limit (when every
+//     container declares one) and Config.NodeAllocatable's memory; unsized
+//     (the kernel's default, half the RAM) when none is known. Medium
+//     HugePages is refused.
+//   - hostPath: containers mount the host path itself; the volume's type
+//     is checked (DirectoryOrCreate and FileOrCreate create what is
+//     missing, 0755 and 0644 under the umask, as the kubelet does) at every
+//     sync, before any container starts.
+//   - downwardAPI (kubernetes.io~downward-api): metadata.name, .namespace,
+//     .uid, .labels, .annotations (key="value" lines sorted by key, values
+//     quoted, no final newline, as the kubelet writes them), one label or
+//     annotation, and container resources with a divisor (an unset limit
+//     reads as the node's allocatable amount).
+//   - configMap (kubernetes.io~configmap), secret (kubernetes.io~secret) and
+//     projected (kubernetes.io~projected: configMap, secret, downwardAPI and
+//     serviceAccountToken sources): through Config.Objects; without it (a
+//     standalone agent, static pods) they fail with an error saying they
+//     need an apiserver. Static pods are refused such volumes earlier, at
+//     manifest validation.
+//
+// downwardAPI, configMap, secret and projected volumes are written by an
+// atomic writer in the kubelet's layout (a timestamped directory, a ..data
+// symlink switched by rename, user-visible symlinks into ..data), are
+// rewritten at a sync only when their content or modes changed, and are
+// mounted read-only. downwardAPI, secret and projected volumes live on a
+// tmpfs, configMap volumes on disk, as with the kubelet.
+//
+// mountPropagation HostToContainer and Bidirectional need the volume's host
+// path on a shared (or, for HostToContainer, slave) mount, as with the
+// kubelet: containerd refuses the container otherwise.
+//
+// Where it departs from the kubelet:
+//   - No fsGroup: volume files are not handed to the pod's fsGroup
+//     (SetVolumeOwnership); content files keep their mode, owned by root,
+//     and a serviceAccountToken file has the volume's defaultMode (the
+//     kubelet makes it 0600 for an fsGroup to read).
+//   - No SELinux relabelling and no recursiveReadOnly IfPossible (treated
+//     as not possible; Enabled is passed to the runtime).
+//   - A disk emptyDir's sizeLimit is not enforced (the kubelet evicts the
+//     pod); a tmpfs is not resized when its size would change.
+//   - Errors are returned to the caller, which reports them in the
+//     containers' waiting state; no FailedMount events.
+//   - Only emptyDir, hostPath, downwardAPI, configMap, secret and projected
+//     volumes; the others (persistentVolumeClaim, csi, image, nfs, ...) are
+//     refused with an error naming the type.
+//   - Teardown never deletes through a mount: it reads /proc/self/mountinfo,
+//     unmounts everything under the pod's directory deepest first (detaching
+//     a busy mount as the last resort), reads it again, and only removes the
+//     directory when nothing is mounted under it.
 package volumes

@@ -79,6 +79,7 @@ func validateContainer(c *v1.Container, scope containerScope, path *field.Path) 
 	errs = append(errs, validateEnv(c.Env, path.Child("env"))...)
 	errs = append(errs, validateEnvFrom(c.EnvFrom, path.Child("envFrom"))...)
 	errs = append(errs, validateVolumeMounts(c.VolumeMounts, scope.volumes, path.Child("volumeMounts"))...)
+	errs = append(errs, validateBidirectional(c, path.Child("volumeMounts"))...)
 	errs = append(errs, validateProbes(c, scope, path)...)
 	errs = append(errs, validateLifecycle(c, scope, path.Child("lifecycle"))...)
 	return errs

@@ -394,6 +394,18 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			name: "bidirectional propagation needs a privileged container",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Volumes = []v1.Volume{{Name: "data"}}
+				p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/d", MountPropagation: ptr(v1.MountPropagationBidirectional)}}
+				p.Spec.InitContainers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/d", MountPropagation: ptr(v1.MountPropagationBidirectional)}}
+				p.Spec.InitContainers[0].SecurityContext = &v1.SecurityContext{Privileged: ptr(true)}
+			},
+			want: []string{
+				"spec.containers[0].volumeMounts[0].mountPropagation: Forbidden: Bidirectional mount propagation is available only to privileged containers",
+			},
+		},
+		{
 			name: "probes and hooks",
 			mutate: func(p *v1.Pod) {
 				c := &p.Spec.Containers[0]

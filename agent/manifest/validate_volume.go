@@ -113,6 +113,20 @@ func validateVolumeMounts(mounts []v1.VolumeMount, volumes sets.Set[string], fld
 	return errs
 }
 
+// validateBidirectional refuses Bidirectional mount propagation in a
+// container that is not privileged, as the apiserver does: such a mount
+// can propagate mounts back to the host.
+func validateBidirectional(c *v1.Container, fldPath *field.Path) field.ErrorList {
+	privileged := c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
+	var errs field.ErrorList
+	for i, m := range c.VolumeMounts {
+		if !privileged && m.MountPropagation != nil && *m.MountPropagation == v1.MountPropagationBidirectional {
+			errs = append(errs, field.Forbidden(fldPath.Index(i).Child("mountPropagation"), "Bidirectional mount propagation is available only to privileged containers"))
+		}
+	}
+	return errs
+}
+
 // validateLocalDescendingPath checks that p is relative and has no ".."
 // element, so that it cannot leave the directory it is joined to.
 func validateLocalDescendingPath(p string, fldPath *field.Path) field.ErrorList {

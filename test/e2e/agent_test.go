@@ -150,6 +150,9 @@ func (a *agent) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	removeNodePods(ctx, a.t, a.rt, a.node)
+	// Pods outlive the agent, and so do their volumes' mounts: unmount
+	// them before the test's temp dir is removed.
+	unmountUnder(a.t, a.dir)
 	if a.logContains("WARNING: DATA RACE") {
 		a.t.Errorf("the race detector reported a data race in minikubelet")
 	}

@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"errors"
+	"path/filepath"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// The kubelet's default hard eviction thresholds that its allocatable
+// subtracts from the node's capacity.
+const (
+	evictionMemoryAvailable = 100 << 20 // memory.available<100Mi
+	evictionNodefsPercent   = 10        // nodefs.available<10%
+)
+
+// nodeAllocatable is what the node offers pods, as the kubelet computes it
+// without --kube-reserved or --system-reserved: the node's cpus, its memory
+// less the default memory eviction threshold, and the capacity of
+// rootDir's filesystem less the default nodefs threshold. A resource that
+// cannot be read is left out. It reads the node once; downwardAPI volumes
+// report it for limits a container does not set, and memory-backed volumes
+// are sized by it.
+func nodeAllocatable(rootDir string) v1.ResourceList {
+	out := v1.ResourceList{
+		v1.ResourceCPU: *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
+	}
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err == nil {
+		if mem := int64(si.Totalram)*int64(si.Unit) - evictionMemoryAvailable; mem > 0 {
+			out[v1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
+		}
+	}
+	var fs unix.Statfs_t
+	if err := statfsExisting(rootDir, &fs); err == nil {
+		capacity := int64(fs.Blocks) * fs.Bsize
+		out[v1.ResourceEphemeralStorage] = *resource.NewQuantity(capacity-capacity*evictionNodefsPercent/100, resource.BinarySI)
+	}
+	return out
+}
+
+// statfsExisting statfs-es dir or, when it does not exist yet, its
+// nearest existing parent: the filesystem it will be on.
+func statfsExisting(dir string, fs *unix.Statfs_t) error {
+	for {
+		err := unix.Statfs(dir, fs)
+		parent := filepath.Dir(dir)
+		if !errors.Is(err, unix.ENOENT) || parent == dir {
+			return err
+		}
+		dir = parent
+	}
+}
