@@ -517,8 +517,12 @@ func (s *Syncer) removeDead(ctx context.Context, status *kubecontainer.PodStatus
 		}
 		for _, cs := range status.Containers {
 			if cs.ID == id && filepath.IsAbs(cs.LogPath) {
-				if err := os.Remove(cs.LogPath); err != nil && !os.IsNotExist(err) {
-					logger.V(2).Info("Removing a dead container's log failed", "containerID", id, "err", err)
+				// The log and its rotated files ("<log>.<timestamp>[.gz]").
+				rotated, _ := filepath.Glob(cs.LogPath + ".*")
+				for _, f := range append(rotated, cs.LogPath) {
+					if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+						logger.V(2).Info("Removing a dead container's log failed", "containerID", id, "path", f, "err", err)
+					}
 				}
 			}
 		}
