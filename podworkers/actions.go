@@ -403,9 +403,11 @@ func staleSandboxes(status *kubecontainer.PodStatus) []string {
 	return out
 }
 
-// deadContainersToRemove keeps, per container name, the newest container and
-// the newest exited one before it (the status's lastState); other dead
-// containers, and dead containers whose name left the spec, go.
+// deadContainersToRemove is the container GC of a pod, the kubelet's with
+// one dead container per name (MaxPerPodContainer 1): per container name
+// the newest dead container stays (it is the lastState of a running one,
+// or the state of one waiting to restart), older dead ones go, and so do
+// dead containers whose name left the spec.
 func deadContainersToRemove(pod *v1.Pod, status *kubecontainer.PodStatus) []string {
 	inSpec := map[string]bool{}
 	for _, c := range pod.Spec.InitContainers {
@@ -414,15 +416,14 @@ func deadContainersToRemove(pod *v1.Pod, status *kubecontainer.PodStatus) []stri
 	for _, c := range pod.Spec.Containers {
 		inSpec[c.Name] = true
 	}
-	seen := map[string]int{}
+	dead := map[string]int{}
 	var out []string
 	for _, cs := range status.Containers { // newest first
-		n := seen[cs.Name]
-		seen[cs.Name] = n + 1
 		if cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			continue
 		}
-		if !inSpec[cs.Name] || n >= 2 {
+		dead[cs.Name]++
+		if !inSpec[cs.Name] || dead[cs.Name] > 1 {
 			out = append(out, cs.ID)
 		}
 	}

@@ -221,7 +221,7 @@ func TestComputePodActions(t *testing.T) {
 			want: actionSummary{SandboxID: "sb1", Kill: map[string]string{"side-1": "not in spec"}, Remove: []string{"gone-0", "side-0"}},
 		},
 		{
-			name: "dead containers pruned, keeping the newest and the previous exited",
+			name: "dead containers pruned to one per name, the newest",
 			pod:  web,
 			status: podStatus(web, ready(web),
 				ctrStatus(web, "side", "side-2", exited, 2, 0, at(30)),
@@ -231,7 +231,7 @@ func TestComputePodActions(t *testing.T) {
 				ctrStatus(web, "side", "side-0", exited, 0, 0, at(14)),
 				ctrStatus(web, "app", "app-1", exited, 1, 1, at(10)),
 				ctrStatus(web, "app", "app-0", exited, 0, 1, at(5))),
-			want: actionSummary{SandboxID: "sb1", Start: []string{"side#3"}, Remove: []string{"app-0", "app-1", "side-0"}},
+			want: actionSummary{SandboxID: "sb1", Start: []string{"side#3"}, Remove: []string{"app-0", "app-1", "side-0", "side-1"}},
 		},
 		{
 			name: "stale sandboxes removed, the newest kept",
