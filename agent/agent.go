@@ -126,6 +126,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		ManifestErrors: a.merger,
 		Metrics:        a.metrics.Handler(),
 		Logs:           a,
+		Auth:           a.cfg.serverAuth(),
+		Running:        a,
 	})
 	if err != nil {
 		return err

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/minikubelet/minikubelet/agent/server"
 )
 
 // Config is the agent's configuration. Its flag names and defaults are the
@@ -43,6 +45,12 @@ type Config struct {
 	FeatureGates map[string]bool
 	// MaxContainerRestartPeriod caps the crash-loop back-off.
 	MaxContainerRestartPeriod time.Duration
+	// TLS and client authentication of the read-only endpoints, needed
+	// when Address is not loopback.
+	TLSCertFile       string
+	TLSPrivateKeyFile string
+	ClientCAFile      string
+	TokenAuthFile     string
 }
 
 // DefaultConfig returns the kubelet's defaults.
@@ -91,6 +99,15 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.EventedPLEGRelistPeriod, "evented-pleg-relist-period", c.EventedPLEGRelistPeriod, "How often evented mode still relists, as a safety net for events a runtime loses (containerd 1.7 shares one event stream among all subscribers).")
 	fs.Var((*featureGates)(&c.FeatureGates), "feature-gates", "The kubelet's feature gates as Name=true|false pairs separated by commas. EventedPLEG=true selects --pleg-mode=evented and =false relist, unless --pleg-mode says otherwise; other gates are accepted and ignored.")
 	fs.DurationVar(&c.MaxContainerRestartPeriod, "max-container-restart-period", c.MaxContainerRestartPeriod, "The longest crash-loop back-off between restarts of a failing container (it starts at 10s and doubles).")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "Serving certificate (PEM) of the read-only endpoints; required, with --tls-private-key-file, when --address is not loopback.")
+	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "Private key (PEM) of --tls-cert-file.")
+	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA bundle (PEM): a client certificate it signs may use the endpoints served on a non-loopback --address.")
+	fs.StringVar(&c.TokenAuthFile, "token-auth-file", c.TokenAuthFile, "Bearer tokens that may use the endpoints served on a non-loopback --address, one 'token,user,uid[,groups]' line each (kube-apiserver's format).")
+}
+
+// serverAuth is how the read-only endpoints authenticate clients.
+func (c *Config) serverAuth() server.Auth {
+	return server.Auth{CertFile: c.TLSCertFile, KeyFile: c.TLSPrivateKeyFile, ClientCAFile: c.ClientCAFile, TokenAuthFile: c.TokenAuthFile}
 }
 
 // Validate reports every bad value, each naming its flag.
@@ -127,6 +144,11 @@ func (c *Config) Validate() error {
 	for _, d := range []struct{ flag, path string }{{"root-dir", c.RootDir}, {"pod-logs-dir", c.PodLogsDir}, {"pod-manifest-path", c.PodManifestPath}} {
 		if d.path == "" {
 			errs = append(errs, fmt.Errorf("--%s: must not be empty", d.flag))
+		}
+	}
+	if c.ReadOnlyPort != 0 {
+		if err := c.serverAuth().Validate(c.Address); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	switch c.PLEGMode {

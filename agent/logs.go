@@ -3,8 +3,11 @@ package agent
 import (
 	"fmt"
 	"path/filepath"
+	"sort"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/server"
@@ -63,4 +66,30 @@ func (a *Agent) ContainerLog(namespace, name, container string, previous bool) (
 			return false
 		},
 	}, nil
+}
+
+// RunningPods returns the pods the runtime runs for this agent, as the
+// kubelet's /runningpods/ lists them: metadata and the running containers
+// (name, image, ID), whatever the sources want.
+func (a *Agent) RunningPods() []*v1.Pod {
+	var out []*v1.Pod
+	a.cache.ForEach(func(uid types.UID, st *kubecontainer.PodStatus) {
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: st.Name, Namespace: st.Namespace, UID: uid}}
+		for _, cs := range st.Containers {
+			if cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: cs.Name, Image: cs.Image})
+				pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, v1.ContainerStatus{Name: cs.Name, Image: cs.Image, ContainerID: "containerd://" + cs.ID})
+			}
+		}
+		if len(pod.Spec.Containers) > 0 {
+			out = append(out, pod)
+		}
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,11 @@ import (
 // podLister lists the pods the node runs, with their current status.
 type podLister interface {
 	PodsWithStatus() []*v1.Pod
+}
+
+// runningPods lists what the runtime runs, for /runningpods/.
+type runningPods interface {
+	RunningPods() []*v1.Pod
 }
 
 // manifestErrors lists the manifests the sources refuse right now.
@@ -50,19 +56,37 @@ type Config struct {
 	Metrics http.Handler
 	// Logs backs /containerLogs/{namespace}/{pod}/{container}.
 	Logs containerLogs
+	// Auth protects the read-only endpoints when Address is not loopback.
+	Auth Auth
+	// Running backs /runningpods/.
+	Running runningPods
 }
 
 // Server serves the endpoints.
 type Server struct {
 	cfg       Config
 	listeners []net.Listener
+	// auth checks requests to the read-only endpoints; nil on loopback.
+	auth *authenticator
 }
 
 // Listen binds every enabled port, so that a port in use is reported at
 // start-up. Serve then serves them.
 func Listen(cfg Config) (*Server, error) {
+	if cfg.ReadOnlyPort != 0 {
+		if err := cfg.Auth.Validate(cfg.Address); err != nil {
+			return nil, err
+		}
+	}
 	s := &Server{cfg: cfg}
-	for _, l := range []struct {
+	var tlsCfg *tls.Config
+	if cfg.ReadOnlyPort != 0 && !IsLoopback(cfg.Address) {
+		var err error
+		if tlsCfg, s.auth, err = cfg.Auth.tlsConfig(); err != nil {
+			return nil, err
+		}
+	}
+	for i, l := range []struct {
 		addr string
 		port int
 	}{{cfg.Address, cfg.ReadOnlyPort}, {cfg.HealthzAddress, cfg.HealthzPort}} {
@@ -75,6 +99,9 @@ func Listen(cfg Config) (*Server, error) {
 		if err != nil {
 			s.close()
 			return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		if i == 0 && tlsCfg != nil {
+			ln = tls.NewListener(ln, tlsCfg)
 		}
 		s.listeners = append(s.listeners, ln)
 	}
@@ -93,6 +120,7 @@ func (s *Server) close() {
 func (s *Server) Serve(ctx context.Context) error {
 	readOnly := http.NewServeMux()
 	readOnly.HandleFunc("GET /pods", s.pods)
+	readOnly.HandleFunc("GET /runningpods/", s.runningPods)
 	readOnly.HandleFunc("GET /healthz", s.healthz)
 	readOnly.HandleFunc("GET /manifests/errors", s.manifestErrors)
 	readOnly.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLog)
@@ -110,12 +138,16 @@ func (s *Server) Serve(ctx context.Context) error {
 
 	errs := make(chan error, 2)
 	var servers []*http.Server
-	for i, mux := range []*http.ServeMux{readOnly, healthz} {
+	var readOnlyHandler http.Handler = readOnly
+	if s.auth != nil {
+		readOnlyHandler = s.auth.wrap(readOnly)
+	}
+	for i, h := range []http.Handler{readOnlyHandler, healthz} {
 		ln := s.listeners[i]
 		if ln == nil {
 			continue
 		}
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		servers = append(servers, srv)
 		klog.FromContext(ctx).Info("Serving HTTP", "address", ln.Addr().String())
 		go func() { errs <- srv.Serve(ln) }()
@@ -137,9 +169,22 @@ func (s *Server) Serve(ctx context.Context) error {
 }
 
 func (s *Server) pods(w http.ResponseWriter, _ *http.Request) {
+	writePodList(w, s.cfg.Pods.PodsWithStatus())
+}
+
+func (s *Server) runningPods(w http.ResponseWriter, _ *http.Request) {
+	if s.cfg.Running == nil {
+		writePodList(w, nil)
+		return
+	}
+	writePodList(w, s.cfg.Running.RunningPods())
+}
+
+// writePodList writes pods as a v1 PodList.
+func writePodList(w http.ResponseWriter, pods []*v1.Pod) {
 	list := v1.PodList{}
 	list.Kind, list.APIVersion = "PodList", "v1"
-	for _, p := range s.cfg.Pods.PodsWithStatus() {
+	for _, p := range pods {
 		list.Items = append(list.Items, *p)
 	}
 	if list.Items == nil {
