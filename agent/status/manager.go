@@ -26,11 +26,13 @@ type Manager struct {
 	cfg      Config
 	mu       sync.RWMutex
 	statuses map[types.UID]v1.PodStatus
+	// terminal holds why the agent itself terminates a pod (SetTerminal).
+	terminal map[types.UID]Terminal
 }
 
 // NewManager returns an empty Manager.
 func NewManager(cfg Config) *Manager {
-	return &Manager{cfg: cfg, statuses: map[types.UID]v1.PodStatus{}}
+	return &Manager{cfg: cfg, statuses: map[types.UID]v1.PodStatus{}, terminal: map[types.UID]Terminal{}}
 }
 
 // SetPodStatus computes and stores the API status of pod from its runtime
@@ -43,7 +45,7 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, waiting
 	if !ok {
 		old = v1.PodStatus{StartTime: &now}
 	}
-	m.statuses[pod.UID] = Generate(GenerateInput{
+	st := Generate(GenerateInput{
 		Pod:         pod,
 		Runtime:     rs,
 		Waiting:     waiting,
@@ -52,12 +54,20 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, waiting
 		HostIP:      m.cfg.HostIP,
 		RuntimeName: m.cfg.RuntimeName,
 	})
+	if t, ok := m.terminal[pod.UID]; ok {
+		applyTerminal(&st, old, t, now)
+	}
+	m.statuses[pod.UID] = st
 }
 
-// RemovePod forgets a pod's status.
+// RemovePod forgets a pod's status, unless the agent terminated the pod for
+// a reason of its own (SetTerminal): that status stays until Forget.
 func (m *Manager) RemovePod(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, ok := m.terminal[uid]; ok {
+		return
+	}
 	delete(m.statuses, uid)
 }
 
