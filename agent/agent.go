@@ -51,6 +51,9 @@ type Agent struct {
 	// workers is set by Run before the syncLoop starts and used only by
 	// Run's goroutine.
 	workers *podworkers.Workers
+	// nodeShutdown is set by Run before the syncLoop starts; nil when
+	// graceful node shutdown is off.
+	nodeShutdown *nodeShutdown
 	// status and pleg are set by Run once the runtime answers; the HTTP
 	// server reads them before that.
 	status atomic.Pointer[status.Manager]
@@ -213,6 +216,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.pleg.Store(&plegHandle{lifecycle})
 	a.metrics.RegisterPLEG(lifecycle)
 	goRun(lifecycle.Run)
+	a.nodeShutdown = a.startNodeShutdown(goRun, statusManager)
 
 	// No prober runs yet; the channel is the syncLoop's probe input.
 	probeResults := make(chan prober.Result, probeResultsCap)
