@@ -34,8 +34,13 @@ const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Con
 
 // Daemon is a running private dbus-daemon.
 type Daemon struct {
-	// Address is the bus's D-Bus address, for DBUS_SYSTEM_BUS_ADDRESS.
+	// Address is the bus's D-Bus address, for DBUS_SYSTEM_BUS_ADDRESS. It
+	// stays the same across Restart.
 	Address string
+	bin     string
+	sock    string
+	conf    string
+	logPath string
 	cmd     *exec.Cmd
 	exited  chan struct{}
 }
@@ -53,41 +58,67 @@ func StartDaemon(t testing.TB) *Daemon {
 		t.Skipf("dbus-daemon is not installed: %v", err)
 	}
 	dir := t.TempDir()
-	sock := filepath.Join(dir, "bus.sock")
-	conf := filepath.Join(dir, "bus.conf")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, busConfig, sock), 0o644); err != nil {
+	d := &Daemon{
+		bin:     bin,
+		sock:    filepath.Join(dir, "bus.sock"),
+		conf:    filepath.Join(dir, "bus.conf"),
+		logPath: filepath.Join(dir, "dbus-daemon.log"),
+	}
+	if err := os.WriteFile(d.conf, fmt.Appendf(nil, busConfig, d.sock), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{exited: make(chan struct{})}
-	d.cmd = exec.Command(bin, "--config-file="+conf, "--nofork", "--nopidfile", "--print-address=1")
-	d.cmd.Stderr = os.Stderr
-	stdout, err := d.cmd.StdoutPipe()
+	t.Cleanup(func() {
+		d.Kill()
+		if t.Failed() {
+			if b, err := os.ReadFile(d.logPath); err == nil && len(b) > 0 {
+				t.Logf("dbus-daemon log:\n%s", b)
+			}
+		}
+	})
+	d.start(t)
+	return d
+}
+
+// start runs the daemon on d's socket and waits until it listens.
+func (d *Daemon) start(t testing.TB) {
+	t.Helper()
+	log, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.cmd.Start(); err != nil {
+	defer log.Close()
+	cmd := exec.Command(d.bin, "--config-file="+d.conf, "--nofork", "--nopidfile", "--print-address=1")
+	cmd.Stderr = log
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
 		t.Fatalf("start dbus-daemon: %v", err)
 	}
-	go func() {
-		_ = d.cmd.Wait()
-		close(d.exited)
-	}()
-	t.Cleanup(d.Kill)
-
+	exited := make(chan struct{})
+	d.cmd, d.exited = cmd, exited
 	lines := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(stdout).ReadString('\n')
 		lines <- strings.TrimSpace(line)
+		_ = cmd.Wait()
+		close(exited)
 	}()
+	var addr string
 	select {
-	case d.Address = <-lines:
+	case addr = <-lines:
 	case <-time.After(10 * time.Second):
 		t.Fatal("dbus-daemon printed no address within 10s")
 	}
-	if d.Address == "" {
-		t.Fatal("dbus-daemon exited without printing its address")
+	if addr == "" {
+		b, _ := os.ReadFile(d.logPath)
+		t.Fatalf("dbus-daemon exited without printing its address:\n%s", b)
 	}
-	return d
+	// The printed address names the daemon's GUID, which clients check:
+	// the address must stay valid across Restart, so it names the socket
+	// only.
+	d.Address = "unix:path=" + d.sock
 }
 
 // PID is the daemon's process ID.
@@ -96,8 +127,22 @@ func (d *Daemon) PID() int { return d.cmd.Process.Pid }
 // Kill SIGKILLs the daemon, ending every connection, and waits for it.
 // Idempotent.
 func (d *Daemon) Kill() {
+	if d.cmd == nil {
+		return // never started
+	}
 	_ = d.cmd.Process.Kill()
 	<-d.exited
+}
+
+// Restart kills the daemon and starts a new one on the same socket, as
+// when the system bus is restarted: every client loses its connection.
+func (d *Daemon) Restart(t testing.TB) {
+	t.Helper()
+	d.Kill()
+	if err := os.Remove(d.sock); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	d.start(t)
 }
 
 // Connect opens a connection to the bus that is closed when t ends.

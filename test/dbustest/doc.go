@@ -7,7 +7,9 @@
 // mount namespace of its own, where /run/systemd is a fresh tmpfs (it reads
 // and writes none of the host's logind state) and /etc/systemd is a
 // directory of the test's (the drop-ins written there are the ones it
-// reads). ServeSystemd owns org.freedesktop.systemd1 on the bus: it answers
+// reads; its logind.conf keeps logind off the host's consoles and keys).
+// Logind does not reconnect to a restarted bus: Daemon.Restart is followed
+// by Logind.Restart. ServeSystemd owns org.freedesktop.systemd1 on the bus: it answers
 // logind's questions about units, records logind's StartUnit (the moment it
 // goes on with a shutdown once every delay lock is released), relays
 // KillUnit of systemd-logind.service as a signal to the logind process, and

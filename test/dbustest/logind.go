@@ -28,17 +28,38 @@ type Logind struct {
 	// EtcSystemd is what logind sees as /etc/systemd; its drop-ins go to
 	// EtcSystemd/logind.conf.d.
 	EtcSystemd string
-	conn       *dbus.Conn
-	cmd        *exec.Cmd
-	exited     chan struct{}
+	bin        string
+	bus        *Daemon
+	t          testing.TB
 	logPath    string
+
+	mu     sync.Mutex
+	conn   *dbus.Conn
+	cmd    *exec.Cmd
+	exited chan struct{}
 }
 
+// logindConf keeps the test's logind from touching the host's consoles
+// (virtual terminals) and from acting on its keys and switches.
+const logindConf = `[Login]
+NAutoVTs=0
+ReserveVT=0
+HandlePowerKey=ignore
+HandleRebootKey=ignore
+HandleSuspendKey=ignore
+HandleHibernateKey=ignore
+HandleLidSwitch=ignore
+HandleLidSwitchExternalPower=ignore
+HandleLidSwitchDocked=ignore
+KillUserProcesses=no
+`
+
 // StartLogind runs systemd-logind on d for t, in a mount namespace where
-// /run/systemd is a fresh tmpfs and /etc/systemd is an empty directory of
-// t's, and waits until it owns org.freedesktop.login1. It skips t when
-// systemd-logind is not installed and MINIKUBELET_E2E is not "required". The
-// process is killed when t ends.
+// /run/systemd is a fresh tmpfs and /etc/systemd is a directory of t's
+// (holding a logind.conf that keeps logind off the host's consoles, and an
+// empty logind.conf.d), and waits until it owns org.freedesktop.login1. It
+// skips t when systemd-logind is not installed and MINIKUBELET_E2E is not
+// "required". The process is killed when t ends.
 func StartLogind(t testing.TB, d *Daemon) *Logind {
 	t.Helper()
 	var bin string
@@ -56,14 +77,32 @@ func StartLogind(t testing.TB, d *Daemon) *Logind {
 	}
 	dir := t.TempDir()
 	l := &Logind{
+		bin:        bin,
+		bus:        d,
+		t:          t,
 		EtcSystemd: filepath.Join(dir, "etc-systemd"),
-		exited:     make(chan struct{}),
 		logPath:    filepath.Join(dir, "logind.log"),
 	}
 	if err := os.MkdirAll(filepath.Join(l.EtcSystemd, "logind.conf.d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	log, err := os.Create(l.logPath)
+	if err := os.WriteFile(filepath.Join(l.EtcSystemd, "logind.conf"), []byte(logindConf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		l.kill()
+		if t.Failed() {
+			t.Logf("systemd-logind log:\n%s", l.Log())
+		}
+	})
+	l.start(t)
+	return l
+}
+
+// start runs logind and waits until it is on the bus.
+func (l *Logind) start(t testing.TB) {
+	t.Helper()
+	log, err := os.OpenFile(l.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,39 +110,72 @@ func StartLogind(t testing.TB, d *Daemon) *Logind {
 	// unshare execs sh, which execs logind: the PID is logind's. The
 	// namespace ends with it.
 	const script = `mkdir -p /run/systemd && mount -t tmpfs -o mode=0755 tmpfs /run/systemd && mount --bind "$1" /etc/systemd && exec "$2"`
-	l.cmd = exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", l.EtcSystemd, bin)
-	l.cmd.Env = append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+d.Address, "SYSTEMD_LOG_LEVEL=debug")
-	l.cmd.Stdout, l.cmd.Stderr = log, log
-	if err := l.cmd.Start(); err != nil {
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", l.EtcSystemd, l.bin)
+	cmd.Env = append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+l.bus.Address, "SYSTEMD_LOG_LEVEL=debug")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
 		t.Fatalf("start systemd-logind: %v", err)
 	}
+	exited := make(chan struct{})
 	go func() {
-		_ = l.cmd.Wait()
-		close(l.exited)
+		_ = cmd.Wait()
+		close(exited)
 	}()
-	t.Cleanup(func() {
-		_ = l.cmd.Process.Kill()
-		<-l.exited
-		if t.Failed() {
-			if b, err := os.ReadFile(l.logPath); err == nil {
-				t.Logf("systemd-logind log:\n%s", b)
-			}
-		}
-	})
-	l.conn = d.Connect(t)
+	l.mu.Lock()
+	l.cmd, l.exited = cmd, exited
+	l.mu.Unlock()
+	l.WaitOnBus(t)
+}
+
+// kill SIGKILLs logind, if it runs, and waits for it.
+func (l *Logind) kill() {
+	l.mu.Lock()
+	cmd, exited := l.cmd, l.exited
+	l.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+// Restart kills logind and starts it again with the same /etc/systemd.
+// Logind does not connect to a restarted bus by itself: restart it after
+// Daemon.Restart. Its inhibitor locks are gone with its /run/systemd.
+func (l *Logind) Restart(t testing.TB) {
+	t.Helper()
+	l.kill()
+	l.start(t)
+}
+
+// WaitOnBus waits until logind owns its name on the bus.
+func (l *Logind) WaitOnBus(t testing.TB) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := WaitName(ctx, l.conn, logindName); err != nil {
-		b, _ := os.ReadFile(l.logPath)
-		t.Fatalf("systemd-logind did not come up: %v; its log:\n%s", err, b)
+	if err := WaitName(ctx, l.client(), logindName); err != nil {
+		t.Fatalf("systemd-logind is not on the bus: %v; its log:\n%s", err, l.Log())
 	}
-	return l
+}
+
+// client is a connection to the bus, made again after a restart of it.
+func (l *Logind) client() *dbus.Conn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn == nil || !l.conn.Connected() {
+		l.conn = l.bus.Connect(l.t)
+	}
+	return l.conn
 }
 
 // PID is logind's process ID.
-func (l *Logind) PID() int { return l.cmd.Process.Pid }
+func (l *Logind) PID() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cmd.Process.Pid
+}
 
-func (l *Logind) object() dbus.BusObject { return l.conn.Object(logindName, logindPath) }
+func (l *Logind) object() dbus.BusObject { return l.client().Object(logindName, logindPath) }
 
 // PowerOff asks logind to power the machine off, as `systemctl poweroff`
 // does: logind sends PrepareForShutdown(true), waits for the delay locks
@@ -176,7 +248,7 @@ const (
 )
 
 // ServeSystemd owns org.freedesktop.systemd1 on d for t, relaying the
-// reloads of logind to l.
+// reloads of logind to l. After a restart of the bus, serve it again.
 func ServeSystemd(t testing.TB, d *Daemon, l *Logind) *Systemd {
 	t.Helper()
 	s := &Systemd{conn: d.Connect(t), logind: l}
