@@ -323,3 +323,26 @@ func TestShutdownReconnect(t *testing.T) {
 		bed.endShutdown(t)
 	})
 }
+
+// With --shutdown-grace-period but no logind to talk to, the agent says
+// graceful node shutdown is off, and runs its pods all the same.
+func TestShutdownWithoutLogind(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
+		bus := dbustest.StartDaemon(t) // a bus, but no logind on it
+		for _, addr := range []string{bus.Address, "unix:path=" + filepath.Join(t.TempDir(), "no-bus")} {
+			a := startAgentWith(t, rt, agentOptions{
+				args: []string{"--shutdown-grace-period=20s"},
+				env:  []string{"DBUS_SYSTEM_BUS_ADDRESS=" + addr},
+			})
+			waitFor(t, 20*time.Second, "the agent to say graceful shutdown is off", func() (bool, string) {
+				return a.logContains("Graceful node shutdown is OFF"), "not yet"
+			})
+			a.writeManifest("app.yaml", trapPod("app", "", 0))
+			a.waitRunning("app", 60*time.Second)
+			a.stop()
+			if !a.logContains("Stopping minikubelet") {
+				t.Errorf("the agent on %s did not stop cleanly", addr)
+			}
+		}
+	})
+}
