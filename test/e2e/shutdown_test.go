@@ -99,6 +99,16 @@ func readAll(t *testing.T, f *os.File) string {
 	return string(b)
 }
 
+// waitUp waits until the container of a trapPod has set its trap: until
+// then SIGTERM would kill its shell outright.
+func waitUp(t *testing.T, a *agent, pod *v1.Pod, name string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, name+" to set its trap", func() (bool, string) {
+		b, err := os.ReadFile(a.containerLog(pod, "main", 0))
+		return err == nil && strings.Contains(string(b), name+"-up"), fmt.Sprintf("log %q, %v", b, err)
+	})
+}
+
 // trapPod is a pod whose container says when it gets SIGTERM and when it
 // exits, after pause seconds.
 func trapPod(name, priorityClass string, pause int) string {
@@ -162,6 +172,8 @@ func TestShutdownGraceful(t *testing.T) {
 		app := a.waitRunning("app", 60*time.Second)
 		critical := a.waitRunning("critical", 60*time.Second)
 		appLog, critLog := openLog(t, a, app, "main"), openLog(t, a, critical, "main")
+		waitUp(t, a, app, "app")
+		waitUp(t, a, critical, "critical")
 
 		asked, released := bed.powerOff(t, 30*time.Second)
 		// logind went on at once when the agent closed its lock: by then no
@@ -252,6 +264,7 @@ func TestShutdownWithoutGracePeriod(t *testing.T) {
 		a.writeManifest("app.yaml", trapPod("app", "", 0))
 		app := a.waitRunning("app", 60*time.Second)
 		appLog := openLog(t, a, app, "main")
+		waitUp(t, a, app, "app")
 		if _, held := bed.agentLock(t, a); held {
 			t.Fatal("the agent holds an inhibitor lock without --shutdown-grace-period")
 		}
@@ -289,6 +302,7 @@ func TestShutdownReconnect(t *testing.T) {
 		a.writeManifest("app.yaml", trapPod("app", "", 0))
 		app := a.waitRunning("app", 60*time.Second)
 		appLog := openLog(t, a, app, "main")
+		waitUp(t, a, app, "app")
 		waitFor(t, 20*time.Second, "the agent's inhibitor lock", func() (bool, string) {
 			_, ok := bed.agentLock(t, a)
 			return ok, "none"
@@ -301,9 +315,10 @@ func TestShutdownReconnect(t *testing.T) {
 			_, ok := bed.agentLock(t, a)
 			return ok, "none"
 		})
-		if !a.logContains("Reconnected to systemd-logind") {
-			t.Error("the agent's log does not say it reconnected")
-		}
+		// It logs so just after it took the lock.
+		waitFor(t, 5*time.Second, "the agent to log its reconnection", func() (bool, string) {
+			return a.logContains("Reconnected to systemd-logind"), "not yet"
+		})
 		if d, err := bed.logind.InhibitDelayMax(t.Context()); err != nil || d != 10*time.Second {
 			t.Errorf("the new logind's InhibitDelayMax = %v, %v; want the agent's drop-in's 10s", d, err)
 		}
