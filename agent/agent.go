@@ -55,6 +55,9 @@ type Agent struct {
 	workers *podworkers.Workers
 	// probes is set by Run before the syncLoop starts.
 	probes *prober.Manager
+	// nodeShutdown is set by Run before the syncLoop starts; nil when
+	// graceful node shutdown is off.
+	nodeShutdown *nodeShutdown
 	// status and pleg are set by Run once the runtime answers; the HTTP
 	// server reads them before that.
 	status atomic.Pointer[status.Manager]
@@ -246,6 +249,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.pleg.Store(&plegHandle{lifecycle})
 	a.metrics.RegisterPLEG(lifecycle)
 	goRun(lifecycle.Run)
+	a.nodeShutdown = a.startNodeShutdown(goRun, statusManager)
 
 	a.syncLoop(ctx, podUpdates, lifecycle.Watch(), probeResults)
 	logger.Info("Stopping minikubelet; pods keep running")

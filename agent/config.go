@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/minikubelet/minikubelet/agent/server"
+	"github.com/minikubelet/minikubelet/agent/shutdown"
 )
 
 // Config is the agent's configuration. Its flag names and defaults are the
@@ -51,6 +52,15 @@ type Config struct {
 	TLSPrivateKeyFile string
 	ClientCAFile      string
 	TokenAuthFile     string
+	// ShutdownGracePeriod is how long a shutdown of the node is delayed to
+	// terminate pods gracefully; 0 turns graceful node shutdown off.
+	ShutdownGracePeriod time.Duration
+	// ShutdownGracePeriodCriticalPods is the part of ShutdownGracePeriod
+	// kept for critical pods, which are terminated last.
+	ShutdownGracePeriodCriticalPods time.Duration
+	// LogindConfDir is where the logind drop-in raising InhibitDelayMaxSec
+	// to ShutdownGracePeriod is written.
+	LogindConfDir string
 }
 
 // DefaultConfig returns the kubelet's defaults.
@@ -72,6 +82,7 @@ func DefaultConfig() Config {
 		PLEGMode:                  PLEGModeAuto,
 		EventedPLEGRelistPeriod:   time.Minute,
 		MaxContainerRestartPeriod: 300 * time.Second,
+		LogindConfDir:             shutdown.DefaultLogindConfDir,
 	}
 }
 
@@ -99,6 +110,9 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.EventedPLEGRelistPeriod, "evented-pleg-relist-period", c.EventedPLEGRelistPeriod, "How often evented mode still relists, as a safety net for events a runtime loses (containerd 1.7 shares one event stream among all subscribers).")
 	fs.Var((*featureGates)(&c.FeatureGates), "feature-gates", "The kubelet's feature gates as Name=true|false pairs separated by commas. EventedPLEG=true selects --pleg-mode=evented and =false relist, unless --pleg-mode says otherwise; other gates are accepted and ignored.")
 	fs.DurationVar(&c.MaxContainerRestartPeriod, "max-container-restart-period", c.MaxContainerRestartPeriod, "The longest crash-loop back-off between restarts of a failing container (it starts at 10s and doubles).")
+	fs.DurationVar(&c.ShutdownGracePeriod, "shutdown-grace-period", c.ShutdownGracePeriod, "How long a shutdown of the node is delayed, through a delay inhibitor lock of systemd-logind on the system bus ($DBUS_SYSTEM_BUS_ADDRESS), to terminate every pod gracefully, critical pods last. Pods so terminated report phase Failed, reason Terminated; if the shutdown is cancelled they start again. 0 turns graceful node shutdown off: stopping the agent, or the node, leaves pods to the system.")
+	fs.DurationVar(&c.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", c.ShutdownGracePeriodCriticalPods, "The part of --shutdown-grace-period kept for critical pods (priorityClassName system-node-critical or system-cluster-critical), which are terminated after the others. At most --shutdown-grace-period.")
+	fs.StringVar(&c.LogindConfDir, "logind-conf-dir", c.LogindConfDir, "Directory of systemd-logind drop-ins: when logind's InhibitDelayMaxSec is shorter than --shutdown-grace-period, the agent writes 99-minikubelet.conf there raising it, and has logind reload.")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "Serving certificate (PEM) of the read-only endpoints; required, with --tls-private-key-file, when --address is not loopback.")
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "Private key (PEM) of --tls-cert-file.")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA bundle (PEM): a client certificate it signs may use the endpoints served on a non-loopback --address.")
@@ -145,6 +159,14 @@ func (c *Config) Validate() error {
 		if d.path == "" {
 			errs = append(errs, fmt.Errorf("--%s: must not be empty", d.flag))
 		}
+	}
+	if c.ShutdownGracePeriod < 0 || c.ShutdownGracePeriodCriticalPods < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-grace-period and --shutdown-grace-period-critical-pods: must not be negative, got %v and %v", c.ShutdownGracePeriod, c.ShutdownGracePeriodCriticalPods))
+	} else if c.ShutdownGracePeriodCriticalPods > c.ShutdownGracePeriod {
+		errs = append(errs, fmt.Errorf("--shutdown-grace-period-critical-pods: %v exceeds --shutdown-grace-period %v, of which it is a part", c.ShutdownGracePeriodCriticalPods, c.ShutdownGracePeriod))
+	}
+	if c.ShutdownGracePeriod > 0 && c.LogindConfDir == "" {
+		errs = append(errs, errors.New("--logind-conf-dir: must not be empty with --shutdown-grace-period"))
 	}
 	if c.ReadOnlyPort != 0 {
 		if err := c.serverAuth().Validate(c.Address); err != nil {

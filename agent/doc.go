@@ -10,5 +10,8 @@
 // workers saw.
 //
 // Run(ctx) starts everything and returns when ctx is cancelled. Stopping the
-// agent leaves the pods running, as the kubelet does.
+// agent leaves the pods running, as the kubelet does. With
+// --shutdown-grace-period, a shutdown of the node terminates them first:
+// the shutdown manager (agent/shutdown) hands its requests to the syncLoop
+// (nodeshutdown.go).
 package agent

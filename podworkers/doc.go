@@ -18,7 +18,8 @@
 //	                                                                   (gone)
 //
 // Data enters through Workers.UpdatePod, called by the agent's syncLoop, and
-// through the pleg.Cache, against which every sync runs. It leaves as CRI
+// through the pleg.Cache, against which every sync runs. While the node shuts
+// down, Workers.HoldStarts keeps any pod from starting or restarting. It leaves as CRI
 // calls (sandbox run/stop/remove, container create/start/stop/remove, image
 // pull) and as statuses handed to the status sink after each sync.
 //

@@ -104,7 +104,10 @@ type Workers struct {
 	mu  sync.Mutex
 	// pods holds a state for every pod with a live goroutine. Guarded by mu.
 	pods map[types.UID]*podState
-	wg   sync.WaitGroup
+	// holdStarts is set while the node shuts down (see HoldStarts).
+	// Guarded by mu.
+	holdStarts bool
+	wg         sync.WaitGroup
 }
 
 type phase int
@@ -170,6 +173,9 @@ func (w *Workers) UpdatePod(ctx context.Context, opts UpdatePodOptions) {
 		if opts.Pod == nil {
 			return // nothing known of this pod; nothing to do
 		}
+		if w.holdStarts && opts.Type != Kill {
+			return // the node shuts down: no pod starts
+		}
 		st = &podState{pod: opts.Pod, notify: make(chan struct{}, 1)}
 		w.pods[uid] = st
 		w.wg.Add(1)
@@ -187,7 +193,7 @@ func (w *Workers) UpdatePod(ctx context.Context, opts UpdatePodOptions) {
 	case Create:
 		// Only a re-add starts a terminating pod over; an update of a pod
 		// being terminated (a new deletion grace, say) does not.
-		if st.phase() != syncing {
+		if st.phase() != syncing && !w.holdStarts {
 			st.restartRequested = true
 		}
 	}
@@ -242,6 +248,26 @@ func (w *Workers) IsTerminating(uid types.UID) bool {
 	defer w.mu.Unlock()
 	st, ok := w.pods[uid]
 	return ok && st.phase() != syncing
+}
+
+// HoldStarts says whether pods are kept from starting, as while the node
+// shuts down. While held, UpdatePod starts a worker only to kill a pod, and
+// a pod re-added while it terminates is not started again when it is gone;
+// workers that run keep syncing their pods. Releasing the hold starts
+// nothing by itself: the caller re-adds the pods it wants to run.
+func (w *Workers) HoldStarts(hold bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.holdStarts = hold
+}
+
+// IsTerminated reports whether the pod's worker has stopped every container
+// and sandbox of the pod, or the pod has no worker at all.
+func (w *Workers) IsTerminated(uid types.UID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st, ok := w.pods[uid]
+	return !ok || st.phase() == terminated
 }
 
 // Known returns the UIDs of every pod that has a worker.

@@ -824,3 +824,62 @@ func TestWorkersRestartDespiteStuckRemoval(t *testing.T) {
 		t.Error("still terminating after the restart")
 	}
 }
+
+// While starts are held (the node shuts down), running pods keep syncing
+// and can be killed, but nothing starts: no new pod, no sync of a pod that
+// is gone, no restart of a pod re-added while it terminates. Releasing the
+// hold lets a re-add start pods again.
+func TestWorkersHoldStarts(t *testing.T) {
+	f := newWorkers(t, 0)
+	g := newGates(3)
+	f.syncer.setHook(func(ctx context.Context, c syncCall) (SyncResult, error) {
+		return SyncResult{}, g.wait(ctx, c.n)
+	})
+	web := newPod("web", []string{"app"})
+	f.update(Create, web)
+	f.syncer.waitDone(t, 1)
+	if f.w.IsTerminated(web.UID) {
+		t.Error("IsTerminated of a running pod")
+	}
+
+	f.w.HoldStarts(true)
+	f.update(Sync, web)
+	f.syncer.waitDone(t, 2) // a running pod keeps syncing
+	for _, typ := range []UpdateType{Create, Update, Sync} {
+		f.update(typ, newPod("new", []string{"app"}))
+	}
+	if got := f.w.Known(); !slices.Equal(got, []types.UID{web.UID}) {
+		t.Errorf("Known after requests for a new pod while held = %v", got)
+	}
+
+	f.kill(web, int64p(4))
+	f.syncer.waitCalls(t, 3) // terminating, held by gate 3
+	if f.w.IsTerminated(web.UID) {
+		t.Error("IsTerminated while the pod terminates")
+	}
+	f.update(Create, web) // re-added while terminating: not restarted
+	g.open(3)
+	f.waitGone(t, web.UID)
+	if !f.w.IsTerminated(web.UID) {
+		t.Error("IsTerminated = false for a pod that is gone")
+	}
+	f.update(Sync, web)
+	if got := f.w.Known(); len(got) != 0 {
+		t.Errorf("Known after a sync of a killed pod while held = %v", got)
+	}
+	if got, want := f.syncer.kinds(), []string{"sync", "sync", "terminating(4)", "terminated"}; !slices.Equal(got, want) {
+		t.Errorf("calls = %v, want %v", got, want)
+	}
+
+	// A kill still reaches a pod without a worker (an orphan) while held.
+	orphan := newPod("orphan", []string{"app"})
+	f.kill(orphan, nil)
+	f.waitGone(t, orphan.UID)
+
+	f.w.HoldStarts(false)
+	f.update(Create, web)
+	calls := f.syncer.waitCalls(t, 7)
+	if got := calls[6]; got.kind != kindSync || got.uid != web.UID {
+		t.Errorf("after the hold, call 7 = %s of %s, want a sync of %s", got.kind, got.uid, web.UID)
+	}
+}

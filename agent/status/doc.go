@@ -4,5 +4,8 @@
 //
 // Data enters from pod workers (Manager.SetPodStatus after every sync) and
 // leaves through Manager.Get, read by the HTTP server's /pods. A pod's
-// terminal phase (Succeeded, Failed) never changes back.
+// terminal phase (Succeeded, Failed) never changes back. A pod the agent
+// terminates for a reason of its own (a node shutdown) is marked with
+// Manager.SetTerminal: it reports phase Failed with that reason, and its
+// status outlives its removal from the runtime until Manager.Forget.
 package status

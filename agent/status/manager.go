@@ -32,11 +32,13 @@ type Manager struct {
 	cfg      Config
 	mu       sync.RWMutex
 	statuses map[types.UID]v1.PodStatus
+	// terminal holds why the agent itself terminates a pod (SetTerminal).
+	terminal map[types.UID]Terminal
 }
 
 // NewManager returns an empty Manager.
 func NewManager(cfg Config) *Manager {
-	return &Manager{cfg: cfg, statuses: map[types.UID]v1.PodStatus{}}
+	return &Manager{cfg: cfg, statuses: map[types.UID]v1.PodStatus{}, terminal: map[types.UID]Terminal{}}
 }
 
 // SetPodStatus computes and stores the API status of pod from its runtime
@@ -58,6 +60,9 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, waiting
 		RuntimeName: m.cfg.RuntimeName,
 		Probes:      m.cfg.Probes,
 	})
+	if t, ok := m.terminal[pod.UID]; ok {
+		applyTerminal(&st, old, t, now)
+	}
 	m.statuses[pod.UID] = st
 	m.mu.Unlock()
 	if m.cfg.OnStatus != nil {
@@ -65,10 +70,14 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, waiting
 	}
 }
 
-// RemovePod forgets a pod's status.
+// RemovePod forgets a pod's status, unless the agent terminated the pod for
+// a reason of its own (SetTerminal): that status stays until Forget.
 func (m *Manager) RemovePod(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, ok := m.terminal[uid]; ok {
+		return
+	}
 	delete(m.statuses, uid)
 }
 

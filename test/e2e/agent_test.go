@@ -39,6 +39,7 @@ type agent struct {
 	cmd      *exec.Cmd
 	logPath  string
 	args     []string
+	env      []string
 	exited   chan struct{}
 	client   *http.Client
 }
@@ -58,6 +59,8 @@ type agentOptions struct {
 	// missingManifestDir starts the agent before its manifest directory
 	// exists.
 	missingManifestDir bool
+	// env are more environment variables (KEY=value) for the agent.
+	env []string
 }
 
 func startAgentWith(t *testing.T, rt *ctrdtest.Containerd, opts agentOptions) *agent {
@@ -93,6 +96,7 @@ func startAgentWith(t *testing.T, rt *ctrdtest.Containerd, opts agentOptions) *a
 		"-v", "3",
 	}, opts.args...)
 	a.args = args
+	a.env = opts.env
 	a.launch()
 	t.Cleanup(a.cleanup)
 	a.waitHealthy()
@@ -108,6 +112,9 @@ func (a *agent) launch() {
 	}
 	a.exited = make(chan struct{})
 	a.cmd = exec.Command(env.binary, a.args...)
+	if len(a.env) > 0 {
+		a.cmd.Env = append(os.Environ(), a.env...)
+	}
 	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
 	if err := a.cmd.Start(); err != nil {
 		a.t.Fatalf("start minikubelet: %v", err)

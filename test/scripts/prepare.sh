@@ -21,8 +21,10 @@ BUSYBOX_BIN=/bin/busybox
 IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # docker-registry, apache2-utils (htpasswd) and skopeo serve the image pull
 # tests: a local registry, its htpasswd auth, and pushing the cached images.
+# dbus-daemon and systemd (for systemd-logind) serve the graceful node
+# shutdown tests: a private system bus with the real logind on it.
 PACKAGES=(containerd runc containernetworking-plugins busybox-static iproute2 util-linux
-	docker-registry apache2-utils skopeo)
+	docker-registry apache2-utils skopeo dbus-daemon systemd)
 
 CACHE=${MINIKUBELET_CACHE:-/var/cache/minikubelet}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

@@ -1,0 +1,67 @@
+package status
+
+import (
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Terminal is why the agent itself terminates a pod, as the kubelet reports
+// it in the pod's status (node shutdown: reason "Terminated").
+type Terminal struct {
+	Reason  string
+	Message string
+}
+
+// SetTerminal records that the agent terminates the pod for t. From now on
+// the pod's status has phase Failed (Succeeded stays), t's reason and
+// message, and a DisruptionTarget condition, as the kubelet's node shutdown
+// manager sets them; and the status outlives the pod's removal from the
+// runtime (RemovePod), until Forget. Idempotent; safe for concurrent use.
+func (m *Manager) SetTerminal(uid types.UID, t Terminal) {
+	now := metav1.NewTime(m.cfg.Clock.Now())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.terminal[uid] = t
+	old := m.statuses[uid]
+	st := *old.DeepCopy()
+	applyTerminal(&st, old, t, now)
+	m.statuses[uid] = st
+}
+
+// Forget drops the pod's status and terminal reason, if any: the pod starts
+// over (a node shutdown was cancelled).
+func (m *Manager) Forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.terminal, uid)
+	delete(m.statuses, uid)
+}
+
+// applyTerminal makes st the status of a pod terminated for t. The
+// DisruptionTarget condition keeps its transition time from old.
+func applyTerminal(st *v1.PodStatus, old v1.PodStatus, t Terminal, now metav1.Time) {
+	if st.Phase != v1.PodSucceeded {
+		st.Phase = v1.PodFailed
+	}
+	st.Reason, st.Message = t.Reason, t.Message
+	cond := v1.PodCondition{
+		Type:               v1.DisruptionTarget,
+		Status:             v1.ConditionTrue,
+		Reason:             v1.PodReasonTerminationByKubelet,
+		Message:            t.Message,
+		LastTransitionTime: now,
+	}
+	for _, c := range old.Conditions {
+		if c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue {
+			cond.LastTransitionTime = c.LastTransitionTime
+		}
+	}
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == v1.DisruptionTarget {
+			st.Conditions[i] = cond
+			return
+		}
+	}
+	st.Conditions = append(st.Conditions, cond)
+}
