@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/sources"
 	"github.com/minikubelet/minikubelet/agent/sources/file"
 	httpsource "github.com/minikubelet/minikubelet/agent/sources/http"
+	"github.com/minikubelet/minikubelet/agent/stats"
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/internal/cri"
 	"github.com/minikubelet/minikubelet/internal/metrics"
@@ -59,6 +61,10 @@ type Agent struct {
 	runtimeReady atomic.Bool
 	// syncLoopTick is the UnixNano time of the syncLoop's last iteration.
 	syncLoopTick atomic.Int64
+	// stats is set by Run once the runtime answers (agent/cgroups.go).
+	stats atomic.Pointer[stats.Provider]
+	// memoryCapacity is the node's memory in bytes; 0 when unknown.
+	memoryCapacity int64
 }
 
 // Deps are what tests may replace; zero values get the real thing.
@@ -94,7 +100,8 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		merger: podconfig.New(configuredSources(cfg), podconfig.WithErrorCounter(func(source string) {
 			m.ManifestErrors.WithLabelValues(source).Inc()
 		})),
-		cache: pleg.NewCache(),
+		cache:          pleg.NewCache(),
+		memoryCapacity: machineMemory(),
 	}, nil
 }
 
@@ -116,8 +123,10 @@ func (a *Agent) Run(ctx context.Context) error {
 			{Name: "pleg", Check: a.plegHealthy},
 			{Name: "syncloop", Check: a.syncLoopHealthy},
 		},
-		ManifestErrors: a.merger,
-		Metrics:        a.metrics.Handler(),
+		ManifestErrors:  a.merger,
+		Metrics:         a.metrics.Handler(),
+		StatsSummary:    http.HandlerFunc(a.serveStatsSummary),
+		CadvisorMetrics: http.HandlerFunc(a.serveCadvisor),
 	})
 	if err != nil {
 		return err
@@ -182,6 +191,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		_ = clients.Images.Close(closeCtx)
 	}()
 
+	cg, err := a.setupCgroups(ctx, clients.Runtime)
+	if err != nil {
+		return err
+	}
 	statusManager := status.NewManager(status.Config{Clock: a.clock, HostIP: a.hostIP, RuntimeName: clients.RuntimeName})
 	a.status.Store(statusManager)
 	syncer := podworkers.NewSyncer(podworkers.SyncerConfig{
@@ -201,6 +214,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		// <root-dir>/config.json, read at each pull.
 		ImagePullBackOffInitial: 10 * time.Second,
 		ImagePullBackOffMax:     5 * time.Minute,
+		Cgroups:                 cg,
+		MemoryCapacity:          a.memoryCapacity,
 	})
 	a.workers = podworkers.New(podworkers.Config{
 		Syncer:         syncer,
@@ -209,6 +224,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		ResyncInterval: a.cfg.SyncFrequency,
 	})
 	defer a.workers.Wait()
+	goRun(func(ctx context.Context) { a.cleanupCgroups(ctx, cg) })
 	lifecycle := a.newPLEG(clients)
 	a.pleg.Store(&plegHandle{lifecycle})
 	a.metrics.RegisterPLEG(lifecycle)

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/minikubelet/minikubelet/cgroups"
 )
 
 // Config is the agent's configuration. Its flag names and defaults are the
@@ -43,6 +45,14 @@ type Config struct {
 	FeatureGates map[string]bool
 	// MaxContainerRestartPeriod caps the crash-loop back-off.
 	MaxContainerRestartPeriod time.Duration
+	// CgroupRoot, CgroupsPerQOS and CgroupDriver are the kubelet's
+	// --cgroup-root, --cgroups-per-qos and --cgroup-driver.
+	CgroupRoot    string
+	CgroupsPerQOS bool
+	CgroupDriver  string
+	// CgroupV1BlkioAccounting turns block I/O accounting on for every
+	// disk on cgroup v1 (cgroups.Config.BlkioAccounting).
+	CgroupV1BlkioAccounting bool
 }
 
 // DefaultConfig returns the kubelet's defaults.
@@ -64,6 +74,10 @@ func DefaultConfig() Config {
 		PLEGMode:                  PLEGModeAuto,
 		EventedPLEGRelistPeriod:   time.Minute,
 		MaxContainerRestartPeriod: 300 * time.Second,
+		CgroupRoot:                "/",
+		CgroupsPerQOS:             true,
+		CgroupDriver:              cgroups.DriverCgroupfs,
+		CgroupV1BlkioAccounting:   true,
 	}
 }
 
@@ -91,6 +105,10 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.EventedPLEGRelistPeriod, "evented-pleg-relist-period", c.EventedPLEGRelistPeriod, "How often evented mode still relists, as a safety net for events a runtime loses (containerd 1.7 shares one event stream among all subscribers).")
 	fs.Var((*featureGates)(&c.FeatureGates), "feature-gates", "The kubelet's feature gates as Name=true|false pairs separated by commas. EventedPLEG=true selects --pleg-mode=evented and =false relist, unless --pleg-mode says otherwise; other gates are accepted and ignored.")
 	fs.DurationVar(&c.MaxContainerRestartPeriod, "max-container-restart-period", c.MaxContainerRestartPeriod, "The longest crash-loop back-off between restarts of a failing container (it starts at 10s and doubles).")
+	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, "The cgroup below which pods' cgroups are made (<root>/kubepods/...); created when missing. With --cgroup-driver=systemd, \"/\" or a slice such as /minikubelet.slice.")
+	fs.BoolVar(&c.CgroupsPerQOS, "cgroups-per-qos", c.CgroupsPerQOS, "Give each pod a cgroup of its own, with its cpu and memory limits, in a cgroup per QoS class (<root>/kubepods, .../burstable, .../besteffort). When false, pods' sandboxes get --cgroup-root as cgroup parent.")
+	fs.StringVar(&c.CgroupDriver, "cgroup-driver", c.CgroupDriver, "How cgroups are named and made: cgroupfs or systemd; it must match the runtime's. A runtime that says its driver (containerd 2.x, through CRI RuntimeConfig) is followed instead.")
+	fs.BoolVar(&c.CgroupV1BlkioAccounting, "cgroup-v1-blkio-accounting", c.CgroupV1BlkioAccounting, "On cgroup v1, write a throttle rule that limits nothing (MAJ:MIN 0) for every disk into <root>/kubepods, because Linux 6.10 and later keep per-cgroup block I/O counters only for disks with throttling set up. It turns the counting on for the whole disk until reboot and cannot be undone; when false, block I/O metrics read 0 on such kernels. No effect on cgroup v2.")
 }
 
 // Validate reports every bad value, each naming its flag.
@@ -128,6 +146,14 @@ func (c *Config) Validate() error {
 		if d.path == "" {
 			errs = append(errs, fmt.Errorf("--%s: must not be empty", d.flag))
 		}
+	}
+	switch c.CgroupDriver {
+	case cgroups.DriverCgroupfs, cgroups.DriverSystemd:
+	default:
+		errs = append(errs, fmt.Errorf("--cgroup-driver: %q is not one of cgroupfs, systemd", c.CgroupDriver))
+	}
+	if c.CgroupRoot == "" || (c.CgroupDriver == cgroups.DriverCgroupfs && !strings.HasPrefix(c.CgroupRoot, "/")) {
+		errs = append(errs, fmt.Errorf("--cgroup-root: %q must be an absolute cgroup path such as / or /minikubelet", c.CgroupRoot))
 	}
 	switch c.PLEGMode {
 	case PLEGModeAuto, PLEGModeRelist, PLEGModeEvented:
