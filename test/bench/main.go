@@ -283,7 +283,8 @@ func startAgent(bin string, rt *ctrdtest.Containerd, base, node string, extraArg
 		"--pod-logs-dir", filepath.Join(base, "logs"),
 		"--hostname-override", a.node,
 		"--read-only-port", strconv.Itoa(a.port),
-		"--healthz-port", strconv.Itoa(healthz))
+		"--healthz-port", strconv.Itoa(healthz),
+		"--cgroup-root", rt.CgroupParent()+"/"+node)
 	a.cmd.Args = append(a.cmd.Args, extraArgs...)
 	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
 	if err := a.cmd.Start(); err != nil {
