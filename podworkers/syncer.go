@@ -595,14 +595,14 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, status *kub
 	if len(fresh.Sandboxes) > 0 || len(fresh.Containers) > 0 {
 		return SyncResult{StatusTime: fresh.TimeStamp}, fmt.Errorf("pod still has %d sandboxes and %d containers after removal", len(fresh.Sandboxes), len(fresh.Containers))
 	}
-	if s.cfg.Cgroups != nil {
-		if err := s.cfg.Cgroups.RemovePod(ctx, pod.UID); err != nil {
-			return SyncResult{StatusTime: fresh.TimeStamp}, fmt.Errorf("remove pod cgroup: %w", err)
-		}
-	}
 	for _, dir := range []string{PodLogsDir(s.cfg.PodLogsDir, pod), s.podDir(pod.UID)} {
 		if err := os.RemoveAll(dir); err != nil {
 			return SyncResult{StatusTime: fresh.TimeStamp}, fmt.Errorf("remove %s: %w", dir, err)
+		}
+	}
+	if s.cfg.Cgroups != nil {
+		if err := s.cfg.Cgroups.RemovePod(ctx, pod.UID); err != nil {
+			return SyncResult{StatusTime: fresh.TimeStamp}, fmt.Errorf("remove pod cgroup: %w", err)
 		}
 	}
 	s.backOff.forget(string(pod.UID) + "/")
