@@ -21,7 +21,7 @@ import (
 // hierarchies, removed (with anything left in it) when the test ends,
 // pass or fail. The test is skipped unless it runs as root on a cgroup v1
 // or hybrid host.
-func realRoot(t *testing.T) string {
+func realRoot(t testing.TB) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create cgroups")
@@ -38,7 +38,7 @@ func realRoot(t *testing.T) string {
 
 // removeRealTree kills what runs in the cgroup tree at root in every
 // hierarchy and removes it, deepest first.
-func removeRealTree(t *testing.T, root string) {
+func removeRealTree(t testing.TB, root string) {
 	entries, err := os.ReadDir(DefaultMountRoot)
 	if err != nil {
 		t.Errorf("cleanup: %v", err)

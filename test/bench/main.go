@@ -4,7 +4,10 @@
 // directly (ImageStatus, RunPodSandbox, CreateContainer, StartContainer) and
 // (b) minikubelet from the manifest's write to /pods reporting the
 // container running. Runs of (a) and (b) alternate so that drift of the
-// machine hits both alike. It prints medians, p90 and their ratio.
+// machine hits both alike. It prints medians, p90 and their ratio. Then
+// (each part can be skipped with its flag) it times manifest edits, the
+// agent's idle cost, one call of /stats/summary and of /metrics/cadvisor
+// with 100 running pods (stats.go), and the PLEG modes.
 //
 //	go run ./test/bench -bed /var/cache/minikubelet/bed.json -bin bin/minikubelet -runs 15
 package main
@@ -44,8 +47,10 @@ func main() {
 	plegPods := flag.Int("pleg-pods", 100, "running pods while the agent's CPU time per PLEG mode is measured (0 skips)")
 	idlePods := flag.Int("idle-pods", 50, "static pods to run while the agent's idle CPU time is measured (0 skips)")
 	idleFor := flag.Duration("idle-for", 60*time.Second, "how long idle CPU time is measured")
+	statsPods := flag.Int("stats-pods", 100, "running pods (bridge network) while /stats/summary and /metrics/cadvisor are timed (0 skips)")
+	statsCalls := flag.Int("stats-calls", 10, "timed calls of each stats endpoint")
 	flag.Parse()
-	opts := options{runs: *runs, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegPods: *plegPods}
+	opts := options{runs: *runs, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegPods: *plegPods, statsPods: *statsPods, statsCalls: *statsCalls}
 	if err := run(*bedPath, *bin, *runtimeName, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -60,6 +65,10 @@ type options struct {
 	idleFor  time.Duration
 	kills    int
 	plegPods int
+	// statsPods pods run while each stats endpoint is called statsCalls
+	// times.
+	statsPods  int
+	statsCalls int
 }
 
 func run(bedPath, bin, runtimeName string, o options) error {
@@ -145,6 +154,20 @@ func run(bedPath, bin, runtimeName string, o options) error {
 		}
 		fmt.Printf("agent idle with %d running static pods, over %v\n", o.idlePods, o.idleFor)
 		fmt.Printf("  CPU %.2f s (%.2f%% of one core)   RSS %.1f MiB\n", cpu.Seconds(), 100*cpu.Seconds()/o.idleFor.Seconds(), float64(rss)/(1<<20))
+	}
+	if o.statsPods > 0 {
+		if err := a.drain(ctx, rt); err != nil {
+			return err
+		}
+		res, err := a.statsCost(busybox.Ref, o.statsPods, o.statsCalls)
+		if err != nil {
+			return fmt.Errorf("stats cost: %w", err)
+		}
+		fmt.Printf("stats endpoints with %d running pods (own network), %d calls each, read afresh / from the 1s snapshot\n", o.statsPods, o.statsCalls)
+		for _, r := range res {
+			fmt.Printf("  %-18s fresh: median %7.1f ms  p90 %7.1f ms  agent CPU %5.1f ms/call   snapshot: median %5.1f ms   %d KiB\n",
+				r.path, ms(median(r.fresh)), ms(pct(r.fresh, 0.9)), ms(r.cpu)/float64(len(r.fresh)), ms(median(r.cached)), r.bytes/1024)
+		}
 	}
 	if o.kills > 0 || o.plegPods > 0 {
 		if err := a.drain(ctx, rt); err != nil {
