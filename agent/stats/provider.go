@@ -106,7 +106,9 @@ type Provider struct {
 	// prevCPU holds each cgroup's previous cpu usage, for rates; guarded
 	// by mu. Entries of cgroups not seen in a snapshot are dropped.
 	prevCPU map[string]cpuSample
-	// devices caches block device names by "major:minor"; guarded by mu.
+	// devices caches block device names by "major:minor"; guarded by
+	// devMu, apart from mu so that naming does not wait for a read.
+	devMu   sync.Mutex
 	devices map[string]string
 }
 
@@ -258,8 +260,8 @@ func (p *Provider) podNetwork(procs []int) []netInterface {
 // deviceName names a block device, caching the answer.
 func (p *Provider) deviceName(major, minor uint64) string {
 	key := fmt.Sprintf("%d:%d", major, minor)
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.devMu.Lock()
+	defer p.devMu.Unlock()
 	if n, ok := p.devices[key]; ok {
 		return n
 	}
