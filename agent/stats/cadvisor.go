@@ -193,6 +193,11 @@ func cadvisorMetrics() []metric {
 			network(func(i *netInterface) float64 { return float64(i.TxDropped) })},
 		{"container_network_transmit_errors_total", "Cumulative count of errors encountered while transmitting", counter, []string{"interface"},
 			network(func(i *netInterface) float64 { return float64(i.TxErrors) })},
+		// pids.current counts tasks, which are threads.
+		{"container_threads", "Number of threads running inside the container", gauge, nil,
+			func(_ *collector, r *row) []value { return one(float64(r.stats.Pids.Current)) }},
+		{"container_threads_max", "Maximum number of threads allowed inside the container, infinity if value is zero", gauge, nil,
+			func(_ *collector, r *row) []value { return one(float64(r.stats.Pids.Limit)) }},
 		{"container_start_time_seconds", "Start time of the container since unix epoch in seconds.", gauge, nil,
 			func(_ *collector, r *row) []value {
 				if r.start == 0 {

@@ -265,6 +265,7 @@ func TestCadvisorMetrics(t *testing.T) {
 		series("container_network_receive_bytes_total", "5000", with(pod, "interface", "eth0")),
 		series("container_network_transmit_bytes_total", "3000", with(pod, "interface", "eth0")),
 		series("container_memory_failures_total", "9", with(pod, "failure_type", "pgfault", "scope", "hierarchy")),
+		series("container_threads", "3", pod),
 		"machine_cpu_cores 2",
 		"container_scrape_error 0",
 	} {
