@@ -111,6 +111,7 @@ kind: Pod
 metadata:
   name: gold
 spec:
+  terminationGracePeriodSeconds: 1
   containers:
   - name: app
     image: %s
@@ -124,6 +125,7 @@ kind: Pod
 metadata:
   name: bronze
 spec:
+  terminationGracePeriodSeconds: 1
   containers:
   - name: app
     image: %s
