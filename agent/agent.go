@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/sources"
 	"github.com/minikubelet/minikubelet/agent/sources/file"
 	httpsource "github.com/minikubelet/minikubelet/agent/sources/http"
+	"github.com/minikubelet/minikubelet/agent/stats"
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/internal/cri"
 	"github.com/minikubelet/minikubelet/internal/metrics"
@@ -69,6 +71,10 @@ type Agent struct {
 	// podDirs cleans up gone pods' directories; set by Run before the
 	// syncLoop starts.
 	podDirs *podDirCleaner
+	// stats is set by Run once the runtime answers (agent/cgroups.go).
+	stats atomic.Pointer[stats.Provider]
+	// memoryCapacity is the node's memory in bytes; 0 when unknown.
+	memoryCapacity int64
 }
 
 // Deps are what tests may replace; zero values get the real thing.
@@ -104,7 +110,8 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		merger: podconfig.New(configuredSources(cfg), podconfig.WithErrorCounter(func(source string) {
 			m.ManifestErrors.WithLabelValues(source).Inc()
 		})),
-		cache: pleg.NewCache(),
+		cache:          pleg.NewCache(),
+		memoryCapacity: machineMemory(),
 	}, nil
 }
 
@@ -126,11 +133,13 @@ func (a *Agent) Run(ctx context.Context) error {
 			{Name: "pleg", Check: a.plegHealthy},
 			{Name: "syncloop", Check: a.syncLoopHealthy},
 		},
-		ManifestErrors: a.merger,
-		Metrics:        a.metrics.Handler(),
-		Logs:           a,
-		Auth:           a.cfg.serverAuth(),
-		Running:        a,
+		ManifestErrors:  a.merger,
+		Metrics:         a.metrics.Handler(),
+		Logs:            a,
+		Auth:            a.cfg.serverAuth(),
+		Running:         a,
+		StatsSummary:    http.HandlerFunc(a.serveStatsSummary),
+		CadvisorMetrics: http.HandlerFunc(a.serveCadvisor),
 	})
 	if err != nil {
 		return err
@@ -195,6 +204,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		_ = clients.Images.Close(closeCtx)
 	}()
 
+	cg, err := a.setupCgroups(ctx, clients.Runtime)
+	if err != nil {
+		return err
+	}
 	// Pod volumes live under <root-dir>/pods; a standalone agent has no
 	// apiserver to serve configMaps, secrets or tokens.
 	podVolumes := volumes.New(volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: nodeAllocatable(a.cfg.RootDir), Clock: a.clock})
@@ -235,6 +248,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		// <root-dir>/config.json, read at each pull.
 		ImagePullBackOffInitial: 10 * time.Second,
 		ImagePullBackOffMax:     5 * time.Minute,
+		Cgroups:                 cg,
+		MemoryCapacity:          a.memoryCapacity,
 	})
 	a.workers = podworkers.New(podworkers.Config{
 		Syncer:         syncer,
@@ -245,6 +260,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.workers.Wait()
 	a.podDirs = newPodDirCleaner(podVolumes, a.podsInUse)
 	goRun(a.podDirs.run)
+	goRun(func(ctx context.Context) { a.cleanupCgroups(ctx, cg) })
 	lifecycle := a.newPLEG(clients)
 	a.pleg.Store(&plegHandle{lifecycle})
 	a.metrics.RegisterPLEG(lifecycle)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/server"
 	"github.com/minikubelet/minikubelet/agent/shutdown"
+	"github.com/minikubelet/minikubelet/cgroups"
 )
 
 // Config is the agent's configuration. Its flag names and defaults are the
@@ -61,6 +62,14 @@ type Config struct {
 	// LogindConfDir is where the logind drop-in raising InhibitDelayMaxSec
 	// to ShutdownGracePeriod is written.
 	LogindConfDir string
+	// CgroupRoot, CgroupsPerQOS and CgroupDriver are the kubelet's
+	// --cgroup-root, --cgroups-per-qos and --cgroup-driver.
+	CgroupRoot    string
+	CgroupsPerQOS bool
+	CgroupDriver  string
+	// CgroupV1BlkioAccounting turns block I/O accounting on for every
+	// disk on cgroup v1 (cgroups.Config.BlkioAccounting).
+	CgroupV1BlkioAccounting bool
 }
 
 // DefaultConfig returns the kubelet's defaults.
@@ -83,6 +92,10 @@ func DefaultConfig() Config {
 		EventedPLEGRelistPeriod:   time.Minute,
 		MaxContainerRestartPeriod: 300 * time.Second,
 		LogindConfDir:             shutdown.DefaultLogindConfDir,
+		CgroupRoot:                "/",
+		CgroupsPerQOS:             true,
+		CgroupDriver:              cgroups.DriverCgroupfs,
+		CgroupV1BlkioAccounting:   true,
 	}
 }
 
@@ -110,6 +123,10 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.EventedPLEGRelistPeriod, "evented-pleg-relist-period", c.EventedPLEGRelistPeriod, "How often evented mode still relists, as a safety net for events a runtime loses (containerd 1.7 shares one event stream among all subscribers).")
 	fs.Var((*featureGates)(&c.FeatureGates), "feature-gates", "The kubelet's feature gates as Name=true|false pairs separated by commas. EventedPLEG=true selects --pleg-mode=evented and =false relist, unless --pleg-mode says otherwise; other gates are accepted and ignored.")
 	fs.DurationVar(&c.MaxContainerRestartPeriod, "max-container-restart-period", c.MaxContainerRestartPeriod, "The longest crash-loop back-off between restarts of a failing container (it starts at 10s and doubles).")
+	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, "The cgroup below which pods' cgroups are made (<root>/kubepods/...); created when missing. With --cgroup-driver=systemd, \"/\" or a slice such as /minikubelet.slice.")
+	fs.BoolVar(&c.CgroupsPerQOS, "cgroups-per-qos", c.CgroupsPerQOS, "Give each pod a cgroup of its own, with its cpu and memory limits, in a cgroup per QoS class (<root>/kubepods, .../burstable, .../besteffort). When false, pods' sandboxes get --cgroup-root as cgroup parent.")
+	fs.StringVar(&c.CgroupDriver, "cgroup-driver", c.CgroupDriver, "How cgroups are named and made: cgroupfs or systemd; it must match the runtime's. A runtime that says its driver (containerd 2.x, through CRI RuntimeConfig) is followed instead.")
+	fs.BoolVar(&c.CgroupV1BlkioAccounting, "cgroup-v1-blkio-accounting", c.CgroupV1BlkioAccounting, "On cgroup v1, write a throttle rule that limits nothing (MAJ:MIN 0) for every disk into <root>/kubepods, because Linux 6.10 and later keep per-cgroup block I/O counters only for disks with throttling set up. It turns the counting on for the whole disk until reboot and cannot be undone; when false, block I/O metrics read 0 on such kernels. No effect on cgroup v2.")
 	fs.DurationVar(&c.ShutdownGracePeriod, "shutdown-grace-period", c.ShutdownGracePeriod, "How long a shutdown of the node is delayed, through a delay inhibitor lock of systemd-logind on the system bus ($DBUS_SYSTEM_BUS_ADDRESS), to terminate every pod gracefully, critical pods last. Pods so terminated report phase Failed, reason Terminated; if the shutdown is cancelled they start again. 0 turns graceful node shutdown off: stopping the agent, or the node, leaves pods to the system.")
 	fs.DurationVar(&c.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", c.ShutdownGracePeriodCriticalPods, "The part of --shutdown-grace-period kept for critical pods (priorityClassName system-node-critical or system-cluster-critical), which are terminated after the others. At most --shutdown-grace-period.")
 	fs.StringVar(&c.LogindConfDir, "logind-conf-dir", c.LogindConfDir, "Directory of systemd-logind drop-ins: when logind's InhibitDelayMaxSec is shorter than --shutdown-grace-period, the agent writes 99-minikubelet.conf there raising it, and has logind reload.")
@@ -159,6 +176,14 @@ func (c *Config) Validate() error {
 		if d.path == "" {
 			errs = append(errs, fmt.Errorf("--%s: must not be empty", d.flag))
 		}
+	}
+	switch c.CgroupDriver {
+	case cgroups.DriverCgroupfs, cgroups.DriverSystemd:
+	default:
+		errs = append(errs, fmt.Errorf("--cgroup-driver: %q is not one of cgroupfs, systemd", c.CgroupDriver))
+	}
+	if c.CgroupRoot == "" || (c.CgroupDriver == cgroups.DriverCgroupfs && !strings.HasPrefix(c.CgroupRoot, "/")) {
+		errs = append(errs, fmt.Errorf("--cgroup-root: %q must be an absolute cgroup path such as / or /minikubelet", c.CgroupRoot))
 	}
 	if c.ShutdownGracePeriod < 0 || c.ShutdownGracePeriodCriticalPods < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-grace-period and --shutdown-grace-period-critical-pods: must not be negative, got %v and %v", c.ShutdownGracePeriod, c.ShutdownGracePeriodCriticalPods))

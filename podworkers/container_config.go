@@ -36,6 +36,8 @@ type containerOpts struct {
 	Env       podEnv
 	// SeccompRoot holds Localhost seccomp profiles (<root-dir>/seccomp).
 	SeccompRoot string
+	// OOMScoreAdj is the container's oom_score_adj (0: the runtime's).
+	OOMScoreAdj int64
 }
 
 // containerConfig converts one container of pod into its CRI config:
@@ -77,7 +79,7 @@ func containerConfig(pod *v1.Pod, c *v1.Container, opts containerOpts) (*runtime
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       linuxResources(c),
+			Resources:       linuxResources(c, opts.OOMScoreAdj),
 			SecurityContext: sc,
 		},
 		StopSignal: stopSignal(c),

@@ -21,7 +21,10 @@
 // through the pleg.Cache, against which every sync runs. While the node shuts
 // down, Workers.HoldStarts keeps any pod from starting or restarting. It leaves as CRI
 // calls (sandbox run/stop/remove, container create/start/stop/remove, image
-// pull) and as statuses handed to the status sink after each sync.
+// pull) and as statuses handed to the status sink after each sync. With
+// SyncerConfig.Cgroups, each pod's cgroup is made (and its limits kept up
+// to date) at every sync, is its sandbox's cgroup parent, and is removed
+// once the pod is terminated; a pod is not forgotten while it stays.
 //
 // The Syncer holds the pod sync itself: which sandbox and containers to
 // create, start or kill (actions.go: init containers, sidecars, restart

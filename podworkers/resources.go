@@ -29,11 +29,10 @@ const (
 // the cpu limit when no request is given), a CFS quota from the cpu limit
 // over a 100ms period, the memory limit, and hugepage limits.
 //
-// The OOM score adjustment is left at 0: the kubelet sets it from the QoS
-// class, but lowering it needs CAP_SYS_RESOURCE, which the machines this
-// agent targets lack, and containerd's restrict_oom_score_adj raises any
-// lower value to its own anyway.
-func linuxResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
+// oomScoreAdj is the kubelet's, from the pod's QoS class
+// (cgroups.OOMScoreAdj); on hosts without CAP_SYS_RESOURCE containerd's
+// restrict_oom_score_adj raises a value below its own to its own.
+func linuxResources(c *v1.Container, oomScoreAdj int64) *runtimeapi.LinuxContainerResources {
 	cpuLimit := c.Resources.Limits.Cpu().MilliValue()
 	var shares int64
 	if req, ok := c.Resources.Requests[v1.ResourceCPU]; ok {
@@ -49,6 +48,7 @@ func linuxResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
 		CpuQuota:           milliCPUToQuota(cpuLimit, quotaPeriod),
 		MemoryLimitInBytes: c.Resources.Limits.Memory().Value(),
 		HugepageLimits:     hugepageLimits(c.Resources.Limits),
+		OomScoreAdj:        oomScoreAdj,
 	}
 }
 

@@ -157,7 +157,7 @@ func TestLinuxResources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := linuxResources(&v1.Container{Name: "app", Resources: tt.res})
+			r := linuxResources(&v1.Container{Name: "app", Resources: tt.res}, 0)
 			if r.CpuShares != tt.wantShares || r.CpuQuota != tt.wantQuota || r.CpuPeriod != 100000 || r.MemoryLimitInBytes != tt.wantMemory {
 				t.Errorf("shares/quota/period/memory = %d/%d/%d/%d, want %d/%d/100000/%d",
 					r.CpuShares, r.CpuQuota, r.CpuPeriod, r.MemoryLimitInBytes, tt.wantShares, tt.wantQuota, tt.wantMemory)

@@ -41,6 +41,9 @@ func (s *Syncer) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandb
 			},
 		},
 	}
+	if s.cfg.Cgroups != nil {
+		cfg.Linux.CgroupParent = s.cfg.Cgroups.PodCgroupParent(pod)
+	}
 	// runc refuses a hostname without a private UTS namespace, so a
 	// host-network sandbox gets none, as the kubelet does.
 	if !pod.Spec.HostNetwork {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 	"github.com/minikubelet/minikubelet/volumes"
 )
@@ -48,6 +49,18 @@ type statusSetter interface {
 	SetPodStatus(pod *v1.Pod, status *kubecontainer.PodStatus, waiting map[string]kubecontainer.Waiting)
 	// RemovePod forgets a pod that is gone from the runtime.
 	RemovePod(uid types.UID)
+}
+
+// podCgroups manages the pods' cgroups (cgroups.Manager). Calls for one
+// pod do not overlap.
+type podCgroups interface {
+	// PodCgroupParent is the sandbox's CRI cgroup parent.
+	PodCgroupParent(pod *v1.Pod) string
+	// EnsurePod creates the pod's cgroup, or updates its limits;
+	// idempotent.
+	EnsurePod(ctx context.Context, pod *v1.Pod) error
+	// RemovePod removes the pod's cgroup; it fails while processes remain.
+	RemovePod(ctx context.Context, uid types.UID) error
 }
 
 // cacheWriter is where the syncer stores the status it reads after acting.
@@ -86,6 +99,12 @@ type SyncerConfig struct {
 	// from <RootDir>/config.json (see images.go).
 	ImagePullBackOffInitial time.Duration
 	ImagePullBackOffMax     time.Duration
+	// Cgroups, when set, gives each pod a cgroup (made before its sandbox,
+	// removed once it is terminated) as its sandbox's cgroup parent.
+	Cgroups podCgroups
+	// MemoryCapacity is the node's memory in bytes; when set, containers
+	// get the kubelet's OOM score adjustment for their QoS class.
+	MemoryCapacity int64
 }
 
 // Syncer does the runtime work of pod workers. It is safe for concurrent
@@ -130,6 +149,15 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 		holdForVolumes(&actions, err)
 		s.report(pod, status, actions.Waiting)
 		return SyncResult{StatusTime: status.TimeStamp}, err
+	}
+	// Every sync, so that an edited pod's limits follow and a restarted
+	// agent learns the Burstable pods' requests again.
+	if err := s.ensureCgroup(ctx, pod); err != nil {
+		if actions.CreateSandbox {
+			s.report(pod, status, actions.Waiting)
+			return SyncResult{StatusTime: status.TimeStamp}, err
+		}
+		logger.Info("Updating the pod's cgroup failed; the next sync tries again", "err", err)
 	}
 	if !actions.changesRuntime() {
 		s.report(pod, status, actions.Waiting)
@@ -280,6 +308,7 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, cts containerT
 		ImageUser:    user,
 		Env:          penv,
 		SeccompRoot:  filepath.Join(s.cfg.RootDir, "seccomp"),
+		OOMScoreAdj:  s.oomScoreAdj(pod, c),
 	})
 	if err != nil {
 		return kubecontainer.Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}, err
@@ -583,6 +612,11 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, status *kub
 	if err := s.removePodDir(ctx, pod.UID); err != nil {
 		return SyncResult{StatusTime: fresh.TimeStamp}, err
 	}
+	if s.cfg.Cgroups != nil {
+		if err := s.cfg.Cgroups.RemovePod(ctx, pod.UID); err != nil {
+			return SyncResult{StatusTime: fresh.TimeStamp}, fmt.Errorf("remove pod cgroup: %w", err)
+		}
+	}
 	s.backOff.forget(string(pod.UID) + "/")
 	s.pulls.forget(pod.UID)
 	s.mu.Lock()
@@ -653,4 +687,27 @@ func (s *Syncer) podDir(uid types.UID) string {
 // new backoff.
 func backOffKey(pod *v1.Pod, c *v1.Container) string {
 	return string(pod.UID) + "/" + c.Name + "/" + kubecontainer.HashContainer(c)
+}
+
+// ensureCgroup creates or updates the pod's cgroup. Its error matters only
+// when a sandbox is about to be created in it: a running pod whose limits
+// cannot change now (a memory limit below its usage) keeps running, and
+// the next sync tries again.
+func (s *Syncer) ensureCgroup(ctx context.Context, pod *v1.Pod) error {
+	if s.cfg.Cgroups == nil {
+		return nil
+	}
+	if err := s.cfg.Cgroups.EnsurePod(ctx, pod); err != nil {
+		return fmt.Errorf("pod cgroup: %w", err)
+	}
+	return nil
+}
+
+// oomScoreAdj is the container's OOM score adjustment by the kubelet's
+// rules; 0 (the runtime's choice) when the node's memory is not known.
+func (s *Syncer) oomScoreAdj(pod *v1.Pod, c *v1.Container) int64 {
+	if s.cfg.MemoryCapacity <= 0 {
+		return 0
+	}
+	return int64(cgroups.OOMScoreAdj(pod, c, s.cfg.MemoryCapacity))
 }

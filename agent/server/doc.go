@@ -1,6 +1,7 @@
 // Package server serves the agent's HTTP endpoints on the kubelet's ports
 // and paths: the read-only port (default 10255) with /pods, /healthz,
-// /metrics, /manifests/errors (the manifests refused right now, as JSON)
+// /metrics, /stats/summary and /metrics/cadvisor (when given handlers for
+// them), /manifests/errors (the manifests refused right now, as JSON)
 // and /debug/pprof/ (Go profiles, as the kubelet serves them), and the
 // healthz port (default 10248) with /healthz.
 //

@@ -60,6 +60,10 @@ type Config struct {
 	Auth Auth
 	// Running backs /runningpods/.
 	Running runningPods
+	// StatsSummary serves /stats/summary and CadvisorMetrics
+	// /metrics/cadvisor; each is optional (404 when nil).
+	StatsSummary    http.Handler
+	CadvisorMetrics http.Handler
 }
 
 // Server serves the endpoints.
@@ -132,6 +136,12 @@ func (s *Server) Serve(ctx context.Context) error {
 	readOnly.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	if s.cfg.Metrics != nil {
 		readOnly.Handle("GET /metrics", s.cfg.Metrics)
+	}
+	if s.cfg.StatsSummary != nil {
+		readOnly.Handle("GET /stats/summary", s.cfg.StatsSummary)
+	}
+	if s.cfg.CadvisorMetrics != nil {
+		readOnly.Handle("GET /metrics/cadvisor", s.cfg.CadvisorMetrics)
 	}
 	healthz := http.NewServeMux()
 	healthz.HandleFunc("GET /healthz", s.healthz)

@@ -79,6 +79,10 @@ func TestEndpoints(t *testing.T) {
 		}}},
 		ManifestErrors: fakeErrors{{Source: "file", Origin: "/m/bad.yaml", Err: errors.New(`spec.containers[0].image: Required value`)}},
 		Metrics:        http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metric 1\n")) }),
+		StatsSummary:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"node":{}}`)) }),
+		CadvisorMetrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte("container_cpu_usage_seconds_total 1\n"))
+		}),
 	}
 	ro, hz := serve(t, cfg)
 
@@ -119,6 +123,16 @@ func TestEndpoints(t *testing.T) {
 				t.Errorf("body %q", body)
 			}
 		}},
+		{"stats summary", ro + "/stats/summary", 200, func(t *testing.T, body string) {
+			if body != `{"node":{}}` {
+				t.Errorf("body %q", body)
+			}
+		}},
+		{"cadvisor metrics", ro + "/metrics/cadvisor", 200, func(t *testing.T, body string) {
+			if !strings.HasPrefix(body, "container_cpu_usage_seconds_total") {
+				t.Errorf("body %q", body)
+			}
+		}},
 		{"pods not on healthz port", hz + "/pods", 404, nil},
 		{"pprof index", ro + "/debug/pprof/", 200, func(t *testing.T, body string) {
 			if !strings.Contains(body, "goroutine") {
@@ -149,6 +163,10 @@ func TestDisabledPortsAndPortInUse(t *testing.T) {
 	ro, hz := serve(t, Config{ReadOnlyPort: 0, HealthzPort: freePort(t), Pods: fakePods{}})
 	if ro != "" || hz == "" {
 		t.Fatalf("read-only %q healthz %q: want only healthz served", ro, hz)
+	}
+	ro2, _ := serve(t, Config{ReadOnlyPort: freePort(t), Pods: fakePods{}})
+	if code, _ := get(t, ro2+"/stats/summary"); code != 404 {
+		t.Errorf("/stats/summary without a handler: HTTP %d, want 404", code)
 	}
 	port, _ := strconv.Atoi(hz[strings.LastIndexByte(hz, ':')+1:])
 	_, err := Listen(Config{Address: "127.0.0.1", ReadOnlyPort: port, Pods: fakePods{}})

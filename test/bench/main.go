@@ -4,7 +4,10 @@
 // directly (ImageStatus, RunPodSandbox, CreateContainer, StartContainer) and
 // (b) minikubelet from the manifest's write to /pods reporting the
 // container running. Runs of (a) and (b) alternate so that drift of the
-// machine hits both alike. It prints medians, p90 and their ratio.
+// machine hits both alike. It prints medians, p90 and their ratio. Then
+// (each part can be skipped with its flag) it times manifest edits, the
+// agent's idle cost, one call of /stats/summary and of /metrics/cadvisor
+// with 100 running pods (stats.go), and the PLEG modes.
 //
 //	go run ./test/bench -bed /var/cache/minikubelet/bed.json -bin bin/minikubelet -runs 15
 package main
@@ -46,8 +49,11 @@ func main() {
 	idleFor := flag.Duration("idle-for", 60*time.Second, "how long idle CPU time is measured")
 	profile := flag.String("probe-cpuprofile", "", "write a 30s CPU profile of the agent taken during the probe measurement to this file")
 	probePods := flag.Int("probe-pods", 100, "running pods, each with an exec liveness and an httpGet readiness probe every 10s, while the agent's CPU time is measured for a minute (0 skips)")
+	statsPods := flag.Int("stats-pods", 100, "running pods (bridge network) while /stats/summary and /metrics/cadvisor are timed (0 skips)")
+	statsCalls := flag.Int("stats-calls", 10, "timed calls of each stats endpoint")
 	flag.Parse()
-	opts := options{runs: *runs, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegPods: *plegPods, probePods: *probePods, probeProfile: *profile}
+	opts := options{runs: *runs, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegPods: *plegPods,
+		probePods: *probePods, probeProfile: *profile, statsPods: *statsPods, statsCalls: *statsCalls}
 	if err := run(*bedPath, *bin, *runtimeName, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -65,6 +71,10 @@ type options struct {
 	probePods int
 	// probeProfile, if set, receives a CPU profile of the probe run.
 	probeProfile string
+	// statsPods pods run while each stats endpoint is called statsCalls
+	// times.
+	statsPods  int
+	statsCalls int
 }
 
 func run(bedPath, bin, runtimeName string, o options) error {
@@ -150,6 +160,20 @@ func run(bedPath, bin, runtimeName string, o options) error {
 		}
 		fmt.Printf("agent idle with %d running static pods, over %v\n", o.idlePods, o.idleFor)
 		fmt.Printf("  CPU %.2f s (%.2f%% of one core)   RSS %.1f MiB\n", cpu.Seconds(), 100*cpu.Seconds()/o.idleFor.Seconds(), float64(rss)/(1<<20))
+	}
+	if o.statsPods > 0 {
+		if err := a.drain(ctx, rt); err != nil {
+			return err
+		}
+		res, err := a.statsCost(busybox.Ref, o.statsPods, o.statsCalls)
+		if err != nil {
+			return fmt.Errorf("stats cost: %w", err)
+		}
+		fmt.Printf("stats endpoints with %d running pods (own network), %d calls each, read afresh / from the 1s snapshot\n", o.statsPods, o.statsCalls)
+		for _, r := range res {
+			fmt.Printf("  %-18s fresh: median %7.1f ms  p90 %7.1f ms  agent CPU %5.1f ms/call   snapshot: median %5.1f ms   %d KiB\n",
+				r.path, ms(median(r.fresh)), ms(pct(r.fresh, 0.9)), ms(r.cpu)/float64(len(r.fresh)), ms(median(r.cached)), r.bytes/1024)
+		}
 	}
 	if o.kills > 0 || o.plegPods > 0 {
 		if err := a.drain(ctx, rt); err != nil {
@@ -353,7 +377,8 @@ func startAgent(bin string, rt *ctrdtest.Containerd, base, node string, extraArg
 		"--pod-logs-dir", filepath.Join(base, "logs"),
 		"--hostname-override", a.node,
 		"--read-only-port", strconv.Itoa(a.port),
-		"--healthz-port", strconv.Itoa(healthz))
+		"--healthz-port", strconv.Itoa(healthz),
+		"--cgroup-root", rt.CgroupParent()+"/"+node)
 	a.cmd.Args = append(a.cmd.Args, extraArgs...)
 	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
 	if err := a.cmd.Start(); err != nil {

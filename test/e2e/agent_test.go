@@ -93,6 +93,9 @@ func startAgentWith(t *testing.T, rt *ctrdtest.Containerd, opts agentOptions) *a
 		"--read-only-port", strconv.Itoa(a.port),
 		"--healthz-port", strconv.Itoa(a.healthz),
 		"--file-check-frequency", "20s",
+		// Pods' cgroups go below the bed's cgroup parent, which its
+		// teardown removes, one subtree per agent.
+		"--cgroup-root", a.cgroupRoot(),
 		"-v", "3",
 	}, opts.args...)
 	a.args = args
@@ -196,6 +199,10 @@ func (a *agent) alive() bool {
 		return true
 	}
 }
+
+// cgroupRoot is the agent's --cgroup-root: its own subtree below the
+// bed's cgroup parent.
+func (a *agent) cgroupRoot() string { return a.rt.CgroupParent() + "/" + a.node }
 
 // podName is the name the agent gives a static pod: <name>-<node>.
 func (a *agent) podName(name string) string { return name + "-" + a.node }

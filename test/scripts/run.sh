@@ -25,4 +25,5 @@ MSG
 	--container-runtime-endpoint @ENDPOINT@ \
 	--root-dir "$DIR/root" \
 	--pod-logs-dir "$DIR/logs" \
+	--cgroup-root @CGROUP@ \
 	-v=1 "$@"

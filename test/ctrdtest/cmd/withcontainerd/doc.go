@@ -4,7 +4,9 @@
 //	withcontainerd -bed $MINIKUBELET_CACHE/bed.json -runtime containerd-2.1 [-dir BASE] -- CMD ARGS...
 //
 // In CMD's arguments, @ENDPOINT@ becomes the CRI endpoint
-// (unix:///.../containerd.sock) and @DIR@ the instance directory. CMD's
+// (unix:///.../containerd.sock), @DIR@ the instance directory and @CGROUP@
+// its cgroup parent (removed with the instance: an agent's --cgroup-root
+// belongs there). CMD's
 // environment gains CONTAINER_RUNTIME_ENDPOINT (the endpoint) and
 // CONTAINERD_ADDRESS (the socket, so a plain "ctr -n k8s.io ..." talks to
 // the private daemon).

@@ -134,7 +134,7 @@ func startContainerd(cfg config, sigs <-chan os.Signal) (*ctrdtest.Containerd, o
 func supervise(c *ctrdtest.Containerd, argv []string, sigs <-chan os.Signal) int {
 	args := make([]string, len(argv))
 	for i, a := range argv {
-		args[i] = strings.NewReplacer("@ENDPOINT@", c.Endpoint(), "@DIR@", c.Dir()).Replace(a)
+		args[i] = strings.NewReplacer("@ENDPOINT@", c.Endpoint(), "@DIR@", c.Dir(), "@CGROUP@", c.CgroupParent()).Replace(a)
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr

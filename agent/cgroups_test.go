@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/minikubelet/minikubelet/cgroups"
+)
+
+type fakeRuntimeConfig struct {
+	resp *runtimeapi.RuntimeConfigResponse
+	err  error
+}
+
+func (f fakeRuntimeConfig) RuntimeConfig(context.Context) (*runtimeapi.RuntimeConfigResponse, error) {
+	return f.resp, f.err
+}
+
+func TestCgroupDriver(t *testing.T) {
+	linux := func(d runtimeapi.CgroupDriver) *runtimeapi.RuntimeConfigResponse {
+		return &runtimeapi.RuntimeConfigResponse{Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: d}}
+	}
+	tests := []struct {
+		name string
+		flag string
+		rt   fakeRuntimeConfig
+		want string
+	}{
+		{"runtime says cgroupfs", cgroups.DriverSystemd, fakeRuntimeConfig{resp: linux(runtimeapi.CgroupDriver_CGROUPFS)}, cgroups.DriverCgroupfs},
+		{"runtime says systemd", cgroups.DriverCgroupfs, fakeRuntimeConfig{resp: linux(runtimeapi.CgroupDriver_SYSTEMD)}, cgroups.DriverSystemd},
+		{"containerd 1.6: unimplemented", cgroups.DriverCgroupfs, fakeRuntimeConfig{err: status.Error(codes.Unimplemented, "unknown method RuntimeConfig")}, cgroups.DriverCgroupfs},
+		{"other error", cgroups.DriverSystemd, fakeRuntimeConfig{err: errors.New("deadline exceeded")}, cgroups.DriverSystemd},
+		{"no linux section", cgroups.DriverSystemd, fakeRuntimeConfig{resp: &runtimeapi.RuntimeConfigResponse{}}, cgroups.DriverSystemd},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			a := &Agent{cfg: Config{CgroupDriver: tt.flag}}
+			if got := a.cgroupDriver(ctx, tt.rt); got != tt.want {
+				t.Errorf("cgroupDriver = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateCgroupFlags(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Config)
+		bad    bool
+	}{
+		{"defaults", func(*Config) {}, false},
+		{"unknown driver", func(c *Config) { c.CgroupDriver = "docker" }, true},
+		{"relative root", func(c *Config) { c.CgroupRoot = "kubelet" }, true},
+		{"empty root", func(c *Config) { c.CgroupRoot = "" }, true},
+		{"systemd slice root", func(c *Config) { c.CgroupDriver = cgroups.DriverSystemd; c.CgroupRoot = "minikubelet.slice" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.change(&c)
+			if err := c.Validate(); (err != nil) != tt.bad {
+				t.Errorf("Validate = %v, want error: %v", err, tt.bad)
+			}
+		})
+	}
+	if m := machineMemory(); m <= 0 {
+		t.Errorf("machineMemory = %d, want the host's MemTotal", m)
+	}
+}

@@ -1,0 +1,160 @@
+package cgroups
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"k8s.io/klog/v2"
+)
+
+// enableBlkioAccounting turns the kernel's block I/O accounting on for
+// every disk not yet seen, on cgroup v1 with Config.BlkioAccounting, by
+// writing "MAJ:MIN 0" to blkio.throttle.read_bps_device of the cgroup that
+// holds every pod. 0 means no limit, so the rule throttles nothing and is
+// not even listed afterwards; writing it makes the kernel set throttling
+// up for the disk, and since Linux 6.10 the per-cgroup
+// blkio.throttle.io_service* statistics are kept only for such disks (for
+// every cgroup, until the disk goes away). See doc.go. Failures are logged
+// and not retried: stats for that disk read zero.
+func (m *Manager) enableBlkioAccounting(ctx context.Context) {
+	if m.version != 1 || !m.cfg.BlkioAccounting {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	target := filepath.Join(m.cfg.MountRoot, string(cgroup1.Blkio), m.PodsCgroup(), "blkio.throttle.read_bps_device")
+	for _, d := range m.disks() {
+		m.mu.Lock()
+		done := m.blkioDone[d.dev]
+		m.blkioDone[d.dev] = true
+		m.mu.Unlock()
+		if done {
+			continue
+		}
+		if err := os.WriteFile(target, []byte(d.dev+" 0"), 0o644); err != nil {
+			logger.Info("Could not turn block I/O accounting on for a disk; its I/O stats will read 0", "disk", d.name, "device", d.dev, "err", err)
+			continue
+		}
+		logger.Info("Turned block I/O accounting on for a disk (a no-op throttle rule; see --cgroup-v1-blkio-accounting)", "disk", d.name, "device", d.dev, "cgroup", m.PodsCgroup())
+	}
+}
+
+type disk struct {
+	name string // vda
+	dev  string // 254:0
+}
+
+// disks lists the whole disks of the machine (SysRoot/block) that have a
+// size: throttle rules apply to whole disks only, and an empty loop or
+// zram device has no queue worth accounting.
+func (m *Manager) disks() []disk {
+	dir := filepath.Join(m.cfg.SysRoot, "block")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []disk
+	for _, e := range entries {
+		dev, err := os.ReadFile(filepath.Join(dir, e.Name(), "dev")) //nolint:gosec // G304: sysfs files of the machine's disks
+		if err != nil {
+			continue
+		}
+		size, err := os.ReadFile(filepath.Join(dir, e.Name(), "size")) //nolint:gosec // G304: sysfs files of the machine's disks
+		if err != nil || strings.TrimSpace(string(size)) == "0" {
+			continue
+		}
+		out = append(out, disk{name: e.Name(), dev: strings.TrimSpace(string(dev))})
+	}
+	return out
+}
+
+// readBlkioV1 reads a v1 blkio cgroup's per-disk bytes and operations from
+// blkio.throttle.io_service_bytes_recursive and io_serviced_recursive: the
+// recursive files, because a pod's own cgroup holds no process and its
+// non-recursive files (which the cgroups library reads) stay 0.
+func readBlkioV1(dir string) ([]IOStats, error) {
+	byDev := map[[2]uint64]*IOStats{}
+	for _, f := range []struct {
+		file        string
+		read, write func(*IOStats) *uint64
+	}{
+		{"blkio.throttle.io_service_bytes_recursive", func(s *IOStats) *uint64 { return &s.ReadBytes }, func(s *IOStats) *uint64 { return &s.WriteBytes }},
+		{"blkio.throttle.io_serviced_recursive", func(s *IOStats) *uint64 { return &s.ReadOps }, func(s *IOStats) *uint64 { return &s.WriteOps }},
+	} {
+		file, err := os.Open(filepath.Join(dir, f.file)) //nolint:gosec // G304: a cgroup's interface file
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(file)
+		for sc.Scan() {
+			// "254:0 Read 4096"; the last line is "Total N".
+			fields := strings.Fields(sc.Text())
+			if len(fields) != 3 {
+				continue
+			}
+			var major, minor uint64
+			if _, err := fmt.Sscanf(fields[0], "%d:%d", &major, &minor); err != nil {
+				continue
+			}
+			v, err := strconv.ParseUint(fields[2], 10, 64)
+			if err != nil {
+				continue
+			}
+			key := [2]uint64{major, minor}
+			s := byDev[key]
+			if s == nil {
+				s = &IOStats{Major: major, Minor: minor}
+				byDev[key] = s
+			}
+			switch fields[1] {
+			case "Read":
+				*f.read(s) = v
+			case "Write":
+				*f.write(s) = v
+			}
+		}
+		err = sc.Err()
+		_ = file.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", f.file, err)
+		}
+	}
+	return sortedIO(byDev), nil
+}
+
+func sortedIO(byDev map[[2]uint64]*IOStats) []IOStats {
+	out := make([]IOStats, 0, len(byDev))
+	for _, s := range byDev {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Major != out[j].Major {
+			return out[i].Major < out[j].Major
+		}
+		return out[i].Minor < out[j].Minor
+	})
+	return out
+}
+
+// DeviceName is the name of a block device as cAdvisor labels it,
+// /dev/<name>, read from sysfs; "" when the device is unknown.
+func (m *Manager) DeviceName(major, minor uint64) string {
+	f, err := os.Open(filepath.Join(m.cfg.SysRoot, "dev", "block", fmt.Sprintf("%d:%d", major, minor), "uevent"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "DEVNAME="); ok {
+			return "/dev/" + v
+		}
+	}
+	return ""
+}

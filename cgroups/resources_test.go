@@ -1,0 +1,149 @@
+package cgroups
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func res(cpu, mem string) v1.ResourceList {
+	l := v1.ResourceList{}
+	if cpu != "" {
+		l[v1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		l[v1.ResourceMemory] = resource.MustParse(mem)
+	}
+	return l
+}
+
+func ctr(name string, req, lim v1.ResourceList) v1.Container {
+	return v1.Container{Name: name, Resources: v1.ResourceRequirements{Requests: req, Limits: lim}}
+}
+
+func sidecar(name string, req, lim v1.ResourceList) v1.Container {
+	c := ctr(name, req, lim)
+	always := v1.ContainerRestartPolicyAlways
+	c.RestartPolicy = &always
+	return c
+}
+
+func podOf(init []v1.Container, cs ...v1.Container) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}, Spec: v1.PodSpec{InitContainers: init, Containers: cs}}
+}
+
+func TestPodResources(t *testing.T) {
+	const mi = 1 << 20
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		want ResourceConfig
+	}{
+		{"besteffort", podOf(nil, ctr("a", nil, nil)),
+			ResourceConfig{CPUShares: 2, CPUQuota: -1, CPUPeriod: 100000}},
+		{"guaranteed sums containers", podOf(nil, ctr("a", nil, res("200m", "64Mi")), ctr("b", nil, res("300m", "32Mi"))),
+			ResourceConfig{CPUShares: 512, CPUQuota: 50000, CPUPeriod: 100000, Memory: 96 * mi}},
+		{"burstable with every limit", podOf(nil, ctr("a", res("100m", "16Mi"), res("1", "64Mi"))),
+			ResourceConfig{CPUShares: 102, CPUQuota: 100000, CPUPeriod: 100000, Memory: 64 * mi}},
+		{"burstable with a container lacking limits", podOf(nil, ctr("a", res("100m", "16Mi"), res("1", "64Mi")), ctr("b", res("100m", ""), nil)),
+			ResourceConfig{CPUShares: 204, CPUQuota: -1, CPUPeriod: 100000}},
+		{"burstable with only memory limits", podOf(nil, ctr("a", res("100m", ""), res("", "64Mi"))),
+			ResourceConfig{CPUShares: 102, CPUQuota: -1, CPUPeriod: 100000, Memory: 64 * mi}},
+		{"an init container without limit voids them", podOf([]v1.Container{ctr("i", res("100m", ""), nil)}, ctr("a", nil, res("1", "64Mi"))),
+			ResourceConfig{CPUShares: 1024, CPUQuota: -1, CPUPeriod: 100000}},
+		{"a big init container sets the pod's needs", podOf([]v1.Container{ctr("i", nil, res("2", "256Mi"))}, ctr("a", nil, res("1", "64Mi"))),
+			ResourceConfig{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: 100000, Memory: 256 * mi}},
+		{"sidecars add to the containers", podOf([]v1.Container{sidecar("s", nil, res("500m", "32Mi"))}, ctr("a", nil, res("1", "64Mi"))),
+			ResourceConfig{CPUShares: 1536, CPUQuota: 150000, CPUPeriod: 100000, Memory: 96 * mi}},
+		{"a request alone defaults nothing", podOf(nil, ctr("a", res("250m", "1Gi"), nil)),
+			ResourceConfig{CPUShares: 256, CPUQuota: -1, CPUPeriod: 100000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PodResources(tt.pod); got != tt.want {
+				t.Errorf("PodResources = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPodResourcesOverhead(t *testing.T) {
+	p := podOf(nil, ctr("a", nil, res("1", "64Mi")))
+	p.Spec.Overhead = res("100m", "16Mi")
+	got := PodResources(p)
+	want := ResourceConfig{CPUShares: 1126, CPUQuota: 110000, CPUPeriod: 100000, Memory: 80 << 20}
+	if got != want {
+		t.Errorf("PodResources = %+v, want %+v", got, want)
+	}
+}
+
+func TestMilliCPUConversions(t *testing.T) {
+	tests := []struct {
+		milli  int64
+		shares uint64
+		quota  int64
+	}{
+		{0, 2, 0},
+		{1, 2, 1000},
+		{5, 5, 1000},
+		{250, 256, 25000},
+		{1000, 1024, 100000},
+		{300000, 262144, 30000000},
+	}
+	for _, tt := range tests {
+		if got := MilliCPUToShares(tt.milli); got != tt.shares {
+			t.Errorf("MilliCPUToShares(%d) = %d, want %d", tt.milli, got, tt.shares)
+		}
+		if got := MilliCPUToQuota(tt.milli, QuotaPeriod); got != tt.quota {
+			t.Errorf("MilliCPUToQuota(%d) = %d, want %d", tt.milli, got, tt.quota)
+		}
+	}
+}
+
+func TestOOMScoreAdj(t *testing.T) {
+	const capacity = 10 << 30 // 10Gi
+	critical := podOf(nil, ctr("a", nil, nil))
+	critical.Spec.PriorityClassName = "system-node-critical"
+	critical.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+	apiCritical := critical.DeepCopy()
+	apiCritical.Annotations["kubernetes.io/config.source"] = "api"
+	withSidecar := podOf([]v1.Container{sidecar("s", res("", "10Mi"), nil)}, ctr("a", res("", "1Gi"), nil))
+	tests := []struct {
+		name     string
+		pod      *v1.Pod
+		c        string
+		capacity int64
+		want     int
+	}{
+		{"guaranteed", podOf(nil, ctr("a", nil, res("1", "1Gi"))), "a", capacity, -997},
+		{"besteffort", podOf(nil, ctr("a", nil, nil)), "a", capacity, 1000},
+		{"static node-critical", critical, "a", capacity, -997},
+		{"node-critical class without critical priority from the API", apiCritical, "a", capacity, 1000},
+		{"burstable requesting 10%", podOf(nil, ctr("a", res("", "1Gi"), nil)), "a", capacity, 900},
+		{"burstable requesting nothing", podOf(nil, ctr("a", res("100m", ""), nil), ctr("b", res("", "1Gi"), nil)), "a", capacity, 999},
+		{"burstable requesting everything", podOf(nil, ctr("a", res("", "10Gi"), nil)), "a", capacity, 3},
+		{"burstable without a capacity", podOf(nil, ctr("a", res("", "1Gi"), nil)), "a", 0, 999},
+		{"sidecar no above the least regular container", withSidecar, "s", capacity, 900},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := containerSpec(tt.pod, tt.c)
+			if got := OOMScoreAdj(tt.pod, c, tt.capacity); got != tt.want {
+				t.Errorf("OOMScoreAdj = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func containerSpec(pod *v1.Pod, name string) *v1.Container {
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if cs[i].Name == name {
+				return &cs[i]
+			}
+		}
+	}
+	return nil
+}

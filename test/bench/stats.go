@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// statsResult is what statsCost measured for one endpoint.
+type statsResult struct {
+	path          string
+	fresh, cached []time.Duration
+	cpu           time.Duration // the agent's CPU time over the fresh calls
+	bytes         int
+}
+
+// statsCost runs n pods with their own network, then times calls to
+// /stats/summary and /metrics/cadvisor: calls fresh ones (each more than
+// the provider's one-second snapshot age after the last, so that every
+// cgroup and /proc/<pid>/net/dev is read again) and as many served from
+// the snapshot, and the agent's CPU time over the fresh ones.
+func (a *agentProc) statsCost(image string, n, calls int) ([]statsResult, error) {
+	for i := 0; i < n; i++ {
+		m := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: stats-%d\nspec:\n  terminationGracePeriodSeconds: 0\n  containers:\n  - name: main\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", i, image)
+		if err := os.WriteFile(filepath.Join(a.manifest, fmt.Sprintf("stats-%d.yaml", i)), []byte(m), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		for i := 0; i < n; i++ {
+			_ = os.Remove(filepath.Join(a.manifest, fmt.Sprintf("stats-%d.yaml", i)))
+		}
+	}()
+	// Every pod is on /stats/summary once its sandbox is ready and its
+	// container runs.
+	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(time.Second) {
+		body, _, err := a.get("/stats/summary")
+		if err != nil {
+			return nil, err
+		}
+		var s struct {
+			Pods []struct {
+				Containers []json.RawMessage `json:"containers"`
+			} `json:"pods"`
+		}
+		if err := json.Unmarshal(body, &s); err != nil {
+			return nil, fmt.Errorf("/stats/summary: %w", err)
+		}
+		up := 0
+		for _, p := range s.Pods {
+			if len(p.Containers) == 1 {
+				up++
+			}
+		}
+		if up >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("only %d of %d pods on /stats/summary after 10 minutes", up, n)
+		}
+	}
+	time.Sleep(5 * time.Second) // let the start-up work drain
+	var out []statsResult
+	for _, path := range []string{"/stats/summary", "/metrics/cadvisor"} {
+		r := statsResult{path: path}
+		var cpu time.Duration
+		for i := 0; i < calls; i++ {
+			time.Sleep(1100 * time.Millisecond) // past the snapshot's age
+			before, _, err := procStat(a.cmd.Process.Pid)
+			if err != nil {
+				return nil, err
+			}
+			start := time.Now()
+			body, code, err := a.get(path)
+			took := time.Since(start)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			if code != http.StatusOK {
+				return nil, fmt.Errorf("%s: HTTP %d", path, code)
+			}
+			after, _, err := procStat(a.cmd.Process.Pid)
+			if err != nil {
+				return nil, err
+			}
+			cpu += after - before
+			r.fresh, r.bytes = append(r.fresh, took), len(body)
+			start = time.Now()
+			if _, _, err := a.get(path); err != nil {
+				return nil, err
+			}
+			r.cached = append(r.cached, time.Since(start))
+		}
+		r.cpu = cpu
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (a *agentProc) get(path string) ([]byte, int, error) {
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(a.port) + path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return b, resp.StatusCode, err
+}
