@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,8 +16,10 @@ import (
 )
 
 // ContainerLog finds the log file of a container of a pod the node runs,
-// for /containerLogs: the newest instance's, or with previous the one
-// before it, as the kubelet answers `kubectl logs --previous`.
+// for /containerLogs, choosing the instance as the kubelet does from the
+// pod's status: the current one is the running or terminated container,
+// or, while it waits to restart, the one that last terminated; the
+// previous one is its lastState.
 func (a *Agent) ContainerLog(namespace, name, container string, previous bool) (server.LogFile, error) {
 	var pod *v1.Pod
 	for _, p := range a.pods.list() {
@@ -31,26 +34,45 @@ func (a *Agent) ContainerLog(namespace, name, container string, previous bool) (
 	if kubecontainer.SpecOf(pod, container) == nil {
 		return server.LogFile{}, fmt.Errorf("container %q is not valid for pod %s: %w", container, name, server.ErrNotFound)
 	}
+	var api *v1.ContainerStatus
+	if sm := a.status.Load(); sm != nil {
+		if st, ok := sm.Get(pod.UID); ok {
+			api = findContainerStatus(st, container)
+		}
+	}
+	var apiID string
+	switch last := lastTerminated(api); {
+	case api == nil:
+	case previous:
+		if last == nil {
+			return server.LogFile{}, fmt.Errorf("previous terminated container %q in pod %q not found", container, name)
+		}
+		apiID = last.ContainerID
+	case api.State.Running != nil:
+		apiID = api.ContainerID
+	case api.State.Terminated != nil:
+		apiID = api.State.Terminated.ContainerID
+	case last != nil:
+		apiID = last.ContainerID // waiting to restart: the last run's log
+	}
+	if apiID == "" {
+		return server.LogFile{}, fmt.Errorf("container %q in pod %q is waiting to start", container, name)
+	}
+	id := apiID[strings.Index(apiID, "://")+3:]
 	st, err := a.cache.Get(pod.UID)
 	if err != nil {
 		return server.LogFile{}, fmt.Errorf("status of pod %s: %w", name, err)
 	}
-	all := st.ContainersNamed(container)
-	i := 0
-	if previous {
-		i = 1
-	}
-	if len(all) <= i {
-		if previous {
-			return server.LogFile{}, fmt.Errorf("previous terminated container %q in pod %q not found", container, name)
+	var cs *kubecontainer.ContainerStatus
+	for _, c := range st.Containers {
+		if c.ID == id {
+			cs = c
 		}
-		return server.LogFile{}, fmt.Errorf("container %q in pod %q is waiting to start", container, name)
 	}
-	cs := all[i]
-	if !filepath.IsAbs(cs.LogPath) {
-		return server.LogFile{}, fmt.Errorf("container %q in pod %q has no log file", container, name)
+	if cs == nil || !filepath.IsAbs(cs.LogPath) {
+		return server.LogFile{}, fmt.Errorf("container %q (%s) in pod %q has no log file any more", container, id, name)
 	}
-	id, uid := cs.ID, pod.UID
+	uid := pod.UID
 	return server.LogFile{
 		Path: cs.LogPath,
 		Running: func() bool {
@@ -66,6 +88,24 @@ func (a *Agent) ContainerLog(namespace, name, container string, previous bool) (
 			return false
 		},
 	}, nil
+}
+
+func findContainerStatus(st v1.PodStatus, name string) *v1.ContainerStatus {
+	for _, list := range [][]v1.ContainerStatus{st.ContainerStatuses, st.InitContainerStatuses} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+func lastTerminated(cs *v1.ContainerStatus) *v1.ContainerStateTerminated {
+	if cs == nil || cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ContainerID == "" {
+		return nil
+	}
+	return cs.LastTerminationState.Terminated
 }
 
 // RunningPods returns the pods the runtime runs for this agent, as the

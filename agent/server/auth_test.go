@@ -49,8 +49,8 @@ func TestReadTokensErrorsNameTheLine(t *testing.T) {
 	dir := t.TempDir()
 	for content, want := range map[string]string{
 		"# comment\nabc,user,1\n\nbad-line\n": "tokens.csv:4: want token,user,uid",
-		"":                                   "no tokens",
-		"t,\"unterminated\n":                 "tokens.csv:1",
+		"":                                    "no tokens",
+		"t,\"unterminated\n":                  "tokens.csv:1",
 	} {
 		p := filepath.Join(dir, "tokens.csv")
 		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {

@@ -66,7 +66,7 @@ spec:
     command: ["sh", "-c", "i=0; while true; do i=$((i+1)); echo tick-$i; sleep 0.2; done"]
   - name: crash
     image: %[1]s
-    command: ["sh", "-c", "echo started-at-$(cat /proc/uptime); sleep 1; exit 3"]
+    command: ["sh", "-c", "echo started-at-$(cat /proc/uptime); sleep 4; exit 3"]
 `, env.busybox))
 		a.waitRunning("chatty", 60*time.Second)
 
@@ -105,10 +105,11 @@ spec:
 		})
 
 		// --previous: the crashing container's instance before the restart.
-		waitFor(t, 60*time.Second, "the crash container restarted", func() (bool, string) {
+		// Its first restart is at once: its second run lasts 4s.
+		waitFor(t, 60*time.Second, "the crash container running again", func() (bool, string) {
 			p := a.pod("chatty")
 			cs := containerStatus(p, "crash")
-			return cs != nil && cs.RestartCount >= 1, describe(p)
+			return cs != nil && cs.RestartCount == 1 && cs.State.Running != nil, describe(p)
 		})
 		cur, _, err1 := a.cli("logs", "chatty", "-c", "crash")
 		prev, _, err2 := a.cli("logs", "chatty", "-c", "crash", "--previous")
