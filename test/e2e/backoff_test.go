@@ -42,6 +42,9 @@ spec:
 				return false, "not on /pods"
 			}
 			cs := containerStatus(p, "main")
+			if cs == nil {
+				return false, describe(p)
+			}
 			if cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" {
 				sawBackOff = true
 			}

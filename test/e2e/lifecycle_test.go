@@ -215,7 +215,7 @@ spec:
 				return false, "not on /pods"
 			}
 			cs := containerStatus(p, "main")
-			return cs.State.Terminated != nil && p.Status.Phase == "Failed", describe(p)
+			return cs != nil && cs.State.Terminated != nil && p.Status.Phase == "Failed", describe(p)
 		})
 		if line := a.logLineWith("PostStartHook"); line == "" {
 			t.Errorf("the failed postStart hook was not logged")

@@ -59,8 +59,11 @@ spec:
 		}
 		waitFor(t, 10*time.Second, "the kill seen without a relist", func() (bool, string) {
 			p := a.pod("victim")
+			if p == nil {
+				return false, "not on /pods"
+			}
 			cs := containerStatus(p, "main")
-			return cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 137, describe(p)
+			return cs != nil && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 137, describe(p)
 		})
 	})
 }
