@@ -43,6 +43,24 @@ type Config struct {
 	FeatureGates map[string]bool
 	// MaxContainerRestartPeriod caps the crash-loop back-off.
 	MaxContainerRestartPeriod time.Duration
+
+	// ConfigFile is --config: a KubeletConfiguration file whose fields fill
+	// in what the command line leaves out (LoadFile, config_file.go).
+	ConfigFile string
+	// The kubelet's settings below have its flags and config file fields
+	// and are validated, but the agent does not act on them yet.
+	MaxPods                         int
+	CgroupDriver                    string
+	CgroupsPerQOS                   bool
+	CgroupRoot                      string
+	ShutdownGracePeriod             time.Duration
+	ShutdownGracePeriodCriticalPods time.Duration
+	// ContainerLogMaxSize is a resource quantity such as 10Mi.
+	ContainerLogMaxSize         string
+	ContainerLogMaxFiles        int
+	ImageGCHighThresholdPercent int
+	ImageGCLowThresholdPercent  int
+	ImageMinimumGCAge           time.Duration
 }
 
 // DefaultConfig returns the kubelet's defaults.
@@ -64,6 +82,16 @@ func DefaultConfig() Config {
 		PLEGMode:                  PLEGModeAuto,
 		EventedPLEGRelistPeriod:   time.Minute,
 		MaxContainerRestartPeriod: 300 * time.Second,
+
+		MaxPods:                     110,
+		CgroupDriver:                "cgroupfs",
+		CgroupsPerQOS:               true,
+		CgroupRoot:                  "/",
+		ContainerLogMaxSize:         "10Mi",
+		ContainerLogMaxFiles:        5,
+		ImageGCHighThresholdPercent: 85,
+		ImageGCLowThresholdPercent:  80,
+		ImageMinimumGCAge:           2 * time.Minute,
 	}
 }
 
@@ -91,6 +119,19 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.EventedPLEGRelistPeriod, "evented-pleg-relist-period", c.EventedPLEGRelistPeriod, "How often evented mode still relists, as a safety net for events a runtime loses (containerd 1.7 shares one event stream among all subscribers).")
 	fs.Var((*featureGates)(&c.FeatureGates), "feature-gates", "The kubelet's feature gates as Name=true|false pairs separated by commas. EventedPLEG=true selects --pleg-mode=evented and =false relist, unless --pleg-mode says otherwise; other gates are accepted and ignored.")
 	fs.DurationVar(&c.MaxContainerRestartPeriod, "max-container-restart-period", c.MaxContainerRestartPeriod, "The longest crash-loop back-off between restarts of a failing container (it starts at 10s and doubles).")
+
+	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "A KubeletConfiguration file (apiVersion: kubelet.config.k8s.io/v1beta1). Its fields set what the command line does not: a flag given on the command line wins over the file. Fields minikubelet does not implement are named in a warning; a misspelled field or a bad value stops the start.")
+	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "The most pods this node runs (validated; not enforced yet).")
+	fs.StringVar(&c.CgroupDriver, "cgroup-driver", c.CgroupDriver, "How cgroups are named and made: cgroupfs or systemd; it must match the runtime's (validated; not acted on yet).")
+	fs.BoolVar(&c.CgroupsPerQOS, "cgroups-per-qos", c.CgroupsPerQOS, "Give each pod a cgroup of its own in a cgroup per QoS class (validated; not acted on yet).")
+	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, "The cgroup below which pods' cgroups are made (validated; not acted on yet).")
+	fs.DurationVar(&c.ShutdownGracePeriod, "shutdown-grace-period", c.ShutdownGracePeriod, "How long a shutdown of the node is delayed to terminate pods gracefully; 0 turns graceful node shutdown off (validated; not acted on yet).")
+	fs.DurationVar(&c.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", c.ShutdownGracePeriodCriticalPods, "The part of --shutdown-grace-period kept for critical pods (validated; not acted on yet).")
+	fs.StringVar(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "The size, a resource quantity such as 10Mi, at which a container's log is rotated (validated; not acted on yet).")
+	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "How many log files a container keeps, at least 2 (validated; not acted on yet).")
+	fs.IntVar(&c.ImageGCHighThresholdPercent, "image-gc-high-threshold", c.ImageGCHighThresholdPercent, "The disk usage in percent above which unused images are removed (validated; not acted on yet).")
+	fs.IntVar(&c.ImageGCLowThresholdPercent, "image-gc-low-threshold", c.ImageGCLowThresholdPercent, "The disk usage in percent that image garbage collection brings the disk back to; below --image-gc-high-threshold (validated; not acted on yet).")
+	fs.DurationVar(&c.ImageMinimumGCAge, "minimum-image-ttl-duration", c.ImageMinimumGCAge, "How long an unused image is kept before it may be removed (validated; not acted on yet).")
 }
 
 // Validate reports every bad value, each naming its flag.
@@ -134,6 +175,7 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--pleg-mode: %q is not one of auto, relist, evented", c.PLEGMode))
 	}
+	errs = append(errs, c.validateNodeSettings()...)
 	if c.ManifestURL != "" {
 		if u, err := url.Parse(c.ManifestURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("--manifest-url: %q must be an http:// or https:// URL", c.ManifestURL))
