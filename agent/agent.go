@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/minikubelet/minikubelet/internal/cri"
 	"github.com/minikubelet/minikubelet/internal/metrics"
 	"github.com/minikubelet/minikubelet/internal/probe"
+	"github.com/minikubelet/minikubelet/internal/sdnotify"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
 )
@@ -62,11 +64,18 @@ type Agent struct {
 	runtimeReady atomic.Bool
 	// syncLoopTick is the UnixNano time of the syncLoop's last iteration.
 	syncLoopTick atomic.Int64
+
+	// notifier and firstSyncs serve the service manager (notify.go).
+	notifier   notifier
+	firstSyncs *firstSyncs
 }
 
 // Deps are what tests may replace; zero values get the real thing.
 type Deps struct {
 	Clock clock.WithTicker
+	// Notifier is the service manager; by default the one $NOTIFY_SOCKET
+	// names (internal/sdnotify), if any.
+	Notifier notifier
 }
 
 // New checks cfg and prepares an agent; it does no I/O beyond reading the
@@ -77,6 +86,13 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	}
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}
+	}
+	if deps.Notifier == nil {
+		n, err := sdnotify.FromEnv(os.Getenv, os.Getpid())
+		if err != nil {
+			return nil, fmt.Errorf("service manager environment: %w", err)
+		}
+		deps.Notifier = n
 	}
 	nodeName, err := cfg.nodeName()
 	if err != nil {
@@ -97,7 +113,9 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		merger: podconfig.New(configuredSources(cfg), podconfig.WithErrorCounter(func(source string) {
 			m.ManifestErrors.WithLabelValues(source).Inc()
 		})),
-		cache: pleg.NewCache(),
+		cache:      pleg.NewCache(),
+		notifier:   deps.Notifier,
+		firstSyncs: newFirstSyncs(),
 	}, nil
 }
 
@@ -142,6 +160,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			logger.Error(err, "HTTP server failed")
 		}
 	})
+	goRun(a.notifyLoop)
 
 	// Sources start before the runtime is reached, so that manifest errors
 	// are reported even while the runtime is down; their updates wait in
@@ -223,7 +242,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		ImagePullBackOffMax:     5 * time.Minute,
 	})
 	a.workers = podworkers.New(podworkers.Config{
-		Syncer:         syncer,
+		Syncer:         a.firstSyncs.wrap(syncer),
 		Cache:          a.cache,
 		Clock:          a.clock,
 		ResyncInterval: a.cfg.SyncFrequency,
