@@ -319,3 +319,18 @@ func TestValidateNamesNewFlags(t *testing.T) {
 		t.Errorf("defaults do not validate: %v", err)
 	}
 }
+
+// examples/config.yaml, which make install puts in /etc/minikubelet, loads
+// without warnings and spells out the defaults.
+func TestExampleConfigIsTheDefaults(t *testing.T) {
+	got, ignored, err := readConfigFile(filepath.Join("..", "examples", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ignored) > 0 {
+		t.Errorf("ignored fields %v", ignored)
+	}
+	if want := DefaultConfig(); !reflect.DeepEqual(got, want) {
+		t.Errorf("examples/config.yaml gives\n %+v\nwant the defaults\n %+v", got, want)
+	}
+}

@@ -26,13 +26,13 @@ import (
 //	WATCHDOG=1 every half watchdog timeout     (only while the sync loop turns)
 //	STOPPING=1                                 (ctx cancelled; pods keep running)
 //
-// The first full sync is done when the runtime has answered, every
-// configured source has sent a complete update, the sync loop turns, and
-// every pod of the merged sources has been through one SyncPod of its
-// worker (it returned, with or without an error: an image that cannot be
-// pulled must not hold the agent's start forever). By then every sandbox
-// and every container that could start at once was started. READY=1 is
-// sent once.
+// The first full sync is done when the runtime has answered, the sync loop
+// turns, the PLEG has listed the runtime, every configured source has sent
+// a complete update, and every pod of the merged sources has been through
+// one SyncPod of its worker (it returned, with or without an error: an
+// image that cannot be pulled must not hold the agent's start forever). By
+// then every sandbox and every container that could start at once was
+// started. READY=1 is sent once.
 
 // notifier is the service manager's side (internal/sdnotify.Notifier).
 type notifier interface {
@@ -169,6 +169,9 @@ func (a *Agent) serviceStatus(ready bool) (status string, synced, progressing bo
 		return "Unhealthy: " + err.Error(), false, false
 	}
 	if !ready {
+		if err := a.plegHealthy(); err != nil {
+			return "Starting: " + err.Error(), false, true
+		}
 		if !a.merger.AllSourcesSeen() {
 			return "Waiting for a first complete read of the pod sources", false, true
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/podconfig"
 	"github.com/minikubelet/minikubelet/agent/sources"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
 )
 
@@ -57,6 +58,16 @@ func (f *fakeNotifier) expect(t *testing.T, want ...string) []string {
 		}
 	}
 }
+
+// fakePLEG is a healthy PLEG that sees nothing.
+type fakePLEG struct{}
+
+func (fakePLEG) Run(ctx context.Context)   {}
+func (fakePLEG) Watch() <-chan *pleg.Event { return nil }
+func (fakePLEG) Healthy() error            { return nil }
+func (fakePLEG) Mode() string              { return "relist" }
+func (fakePLEG) LastSeen() time.Time       { return time.Time{} }
+func (fakePLEG) Dropped() uint64           { return 0 }
 
 // fakeSyncer syncs nothing.
 type fakeSyncer struct{}
@@ -116,6 +127,10 @@ func TestNotifyLoopReportsStartReadyAndWatchdog(t *testing.T) {
 	a.runtimeReady.Store(true)
 	a.syncLoopTick.Store(clk.Now().UnixNano())
 	step(notifyPeriod)
+	n.expect(t, "STATUS=Starting: pleg not started", "EXTEND_TIMEOUT_USEC=30000000")
+
+	a.pleg.Store(&plegHandle{fakePLEG{}})
+	step(extendStartPeriod)
 	n.expect(t, "STATUS=Waiting for a first complete read of the pod sources", "EXTEND_TIMEOUT_USEC=30000000")
 
 	// The file source reports two pods; the merge hands them on.
@@ -227,6 +242,30 @@ func TestServiceStatus(t *testing.T) {
 			},
 			ready:   true,
 			want:    "Running 1 pod; PLEG unhealthy: pleg not started",
+			synced:  true,
+			running: true,
+		},
+		{
+			name: "starting, PLEG not started",
+			setup: func(a *Agent) {
+				a.runtimeReady.Store(true)
+				a.syncLoopTick.Store(clk.Now().UnixNano())
+			},
+			want:    "Starting: pleg not started",
+			running: true,
+		},
+		{
+			name: "no pods, sources read",
+			setup: func(a *Agent) {
+				a.runtimeReady.Store(true)
+				a.syncLoopTick.Store(clk.Now().UnixNano())
+				a.pleg.Store(&plegHandle{fakePLEG{}})
+				in := make(chan sources.Update, 1)
+				in <- sources.Update{Source: sources.File}
+				close(in)
+				a.merger.Run(context.Background(), in, make(chan podconfig.PodUpdate, 10))
+			},
+			want:    "Running 0 pods",
 			synced:  true,
 			running: true,
 		},

@@ -21,8 +21,9 @@ BUSYBOX_BIN=/bin/busybox
 IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # docker-registry, apache2-utils (htpasswd) and skopeo serve the image pull
 # tests: a local registry, its htpasswd auth, and pushing the cached images.
+# systemd brings systemd-analyze, which verifies examples/minikubelet.service.
 PACKAGES=(containerd runc containernetworking-plugins busybox-static iproute2 util-linux
-	docker-registry apache2-utils skopeo)
+	docker-registry apache2-utils skopeo systemd)
 
 CACHE=${MINIKUBELET_CACHE:-/var/cache/minikubelet}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
