@@ -41,6 +41,7 @@ type agent struct {
 	args     []string
 	exited   chan struct{}
 	client   *http.Client
+	env      []string
 }
 
 // startAgent starts minikubelet against rt. Cleanup stops it and removes
@@ -58,6 +59,14 @@ type agentOptions struct {
 	// missingManifestDir starts the agent before its manifest directory
 	// exists.
 	missingManifestDir bool
+	// env is added to the agent's environment.
+	env []string
+	// beforeLaunch, if set, runs once the agent's directories exist and
+	// before it starts (to write manifests it must find at start).
+	beforeLaunch func(a *agent)
+	// noWaitHealthy returns as soon as the agent runs, not once /healthz
+	// answers ok.
+	noWaitHealthy bool
 }
 
 func startAgentWith(t *testing.T, rt *ctrdtest.Containerd, opts agentOptions) *agent {
@@ -93,9 +102,15 @@ func startAgentWith(t *testing.T, rt *ctrdtest.Containerd, opts agentOptions) *a
 		"-v", "3",
 	}, opts.args...)
 	a.args = args
+	a.env = opts.env
+	if opts.beforeLaunch != nil {
+		opts.beforeLaunch(a)
+	}
 	a.launch()
 	t.Cleanup(a.cleanup)
-	a.waitHealthy()
+	if !opts.noWaitHealthy {
+		a.waitHealthy()
+	}
 	return a
 }
 
@@ -109,6 +124,9 @@ func (a *agent) launch() {
 	a.exited = make(chan struct{})
 	a.cmd = exec.Command(env.binary, a.args...)
 	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
+	if len(a.env) > 0 {
+		a.cmd.Env = append(os.Environ(), a.env...)
+	}
 	if err := a.cmd.Start(); err != nil {
 		a.t.Fatalf("start minikubelet: %v", err)
 	}
