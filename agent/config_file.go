@@ -80,32 +80,48 @@ func readConfigFile(path string) (Config, []string, error) {
 		return Config{}, nil, fmt.Errorf("config file: %w (check --config)", err)
 	}
 	kc, top, err := decodeConfig(data)
-	if err != nil {
+	if kc == nil {
 		return Config{}, nil, prefixErrors(path, err)
 	}
-	c, err := applyConfig(kc)
-	if err != nil {
+	// A file with unknown fields was decoded all the same: its bad values
+	// are reported with them, all mistakes at once.
+	c, valueErr := applyConfig(kc)
+	if err := errors.Join(err, valueErr); err != nil {
 		return Config{}, nil, prefixErrors(path, err)
 	}
 	return c, ignoredFields(top), nil
 }
 
-// prefixErrors puts "config file PATH: " before each of the joined errors.
+// prefixErrors puts "config file PATH: " before each of the errors joined
+// (at any depth) in err, one per line.
 func prefixErrors(path string, err error) error {
-	var joined interface{ Unwrap() []error }
-	if !errors.As(err, &joined) {
-		return fmt.Errorf("config file %s: %w", path, err)
-	}
 	var out []error
-	for _, e := range joined.Unwrap() {
+	for _, e := range flatten(err) {
 		out = append(out, fmt.Errorf("config file %s: %w", path, e))
 	}
 	return errors.Join(out...)
 }
 
+// flatten returns the errors that err joins, joins within joins included,
+// or err alone.
+func flatten(err error) []error {
+	// Only a join itself is taken apart, never what an error wraps.
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range joined.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
+}
+
 // decodeConfig decodes a KubeletConfiguration strictly: YAML with no
 // duplicate keys, the right apiVersion and kind, and no field the type does
-// not have. It also returns the file's top-level fields.
+// not have. It also returns the file's top-level fields. When the only
+// errors are unknown fields, the decoded configuration is returned with
+// them.
 func decodeConfig(data []byte) (*kubeletconfig.KubeletConfiguration, map[string]json.RawMessage, error) {
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
@@ -138,32 +154,33 @@ func decodeConfig(data []byte) (*kubeletconfig.KubeletConfiguration, map[string]
 	for _, e := range strictErrs {
 		errs = append(errs, fmt.Errorf("%w: the KubeletConfiguration (%s) has no such field; check its spelling, case and indentation", e, configAPIVersion))
 	}
-	if len(errs) > 0 {
-		return nil, nil, errors.Join(errs...)
-	}
-	return kc, top, nil
+	return kc, top, errors.Join(errs...)
 }
 
-// locateDecodeError names the top-level field whose value failed to decode
-// (a bad duration, a string for a number): the decoder's own errors do not
-// always name it. It decodes each field alone and reports the first that
-// fails, or err if none does.
+// locateDecodeError names the top-level fields whose values failed to
+// decode (a bad duration, a string for a number): the decoder's own error
+// does not always name the field, and it stops at the first. It decodes
+// each field alone and reports every one that fails, or err if none does.
 func locateDecodeError(top map[string]json.RawMessage, err error) error {
 	names := make([]string, 0, len(top))
 	for name := range top {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	var errs []error
 	for _, name := range names {
 		one, mErr := json.Marshal(map[string]json.RawMessage{name: top[name]})
 		if mErr != nil {
 			continue
 		}
 		if _, fErr := sigsjson.UnmarshalStrict(one, &kubeletconfig.KubeletConfiguration{}); fErr != nil {
-			return fmt.Errorf("%s: %s (durations are written 20s or 1m30s; numbers and booleans without quotes)", name, strings.TrimPrefix(fErr.Error(), "json: "))
+			errs = append(errs, fmt.Errorf("%s: %s (durations are written 20s or 1m30s; numbers and booleans without quotes)", name, strings.TrimPrefix(fErr.Error(), "json: ")))
 		}
 	}
-	return err
+	if len(errs) == 0 {
+		return err
+	}
+	return errors.Join(errs...)
 }
 
 // applyConfig maps the decoded file onto fileDefaults, checking each value

@@ -265,18 +265,36 @@ func TestLoadFileErrors(t *testing.T) {
 }
 
 func TestLoadFileReportsEveryBadField(t *testing.T) {
-	_, _, err := loadWith(t, header+"readOnlyPort: -1\ncgroupDriver: x\nmaxPods: -3\n")
-	if err == nil {
-		t.Fatal("no error")
+	tests := []struct {
+		name    string
+		content string
+		want    []string
+	}{
+		{"bad values", "readOnlyPort: -1\ncgroupDriver: x\nmaxPods: -3\n", []string{"readOnlyPort:", "cgroupDriver:", "maxPods:"}},
+		{"unknown fields and bad values", "readOnlyPort: -1\nsyncFrequncy: 1m\nmaxPod: 3\n", []string{"readOnlyPort:", `"syncFrequncy"`, `"maxPod"`}},
+		{"values that do not decode", "syncFrequency: 5x\nhealthzPort: many\nmaxPods: -3\n", []string{"syncFrequency:", "healthzPort:"}},
 	}
-	lines := strings.Split(err.Error(), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("want one line per bad field, got %q", err)
-	}
-	for _, l := range lines {
-		if !strings.HasPrefix(l, "config file ") {
-			t.Errorf("line %q does not name the file", l)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := loadWith(t, header+tt.content)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != len(tt.want) {
+				t.Fatalf("want one line per bad field (%q), got %q", tt.want, err)
+			}
+			for _, l := range lines {
+				if !strings.HasPrefix(l, "config file ") {
+					t.Errorf("line %q does not name the file", l)
+				}
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("no line names %s: %q", w, err)
+				}
+			}
+		})
 	}
 }
 

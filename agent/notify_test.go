@@ -107,7 +107,7 @@ func TestNotifyLoopReportsStartReadyAndWatchdog(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	n := &fakeNotifier{watchdog: 2 * time.Second, msgs: make(chan string, 100)}
 	a := newNotifyAgent(clk, n)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), testLogger(t)))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
