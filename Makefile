@@ -6,7 +6,7 @@ LDFLAGS := -X github.com/minikubelet/minikubelet/internal/version.Version=$(VERS
 export MINIKUBELET_CACHE ?= /var/cache/minikubelet
 GOLANGCI_LINT_VERSION := v2.15.0
 
-.PHONY: all build prepare run test unit lint bench fuzz clean
+.PHONY: all build prepare run test unit lint bench fuzz clean install uninstall
 all: build
 
 build: ## bin/minikubelet and the test bed's tools
@@ -23,7 +23,7 @@ test: prepare build ## every test: unit and integration, against containerd 1.6 
 	bash test/scripts/test.sh
 
 unit: ## unit tests only (no runtime needed)
-	$(GO) test -race ./agent/... ./pleg/... ./podworkers/... ./volumes/... ./cgroups/... ./internal/...
+	$(GO) test -race ./agent/... ./pleg/... ./podworkers/... ./volumes/... ./cgroups/... ./internal/... ./cmd/...
 
 lint: ## golangci-lint v2 with .golangci.yml
 	bash test/scripts/lint.sh $(GOLANGCI_LINT_VERSION)
@@ -33,6 +33,45 @@ bench: prepare build ## pod start latency against the raw CRI calls, on containe
 
 fuzz: ## the fuzz targets, 60s each (not part of make test)
 	$(GO) test -run='^$$' -fuzz=FuzzLoad -fuzztime=60s ./agent/manifest/
+
+# Where make install puts things; DESTDIR prefixes every path (for packaging
+# and tests) and then nothing is reloaded or stopped on this machine.
+DESTDIR ?=
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+UNITDIR ?= /etc/systemd/system
+CONFDIR ?= /etc/minikubelet
+# systemctl acts only without DESTDIR and when systemd runs (sd_booted).
+SYSTEMD_RUNNING = $(if $(DESTDIR),,$(wildcard /run/systemd/system))
+
+install: build ## the binary, the systemd unit and examples/config.yaml (an existing config is kept)
+	install -D -m 0755 bin/minikubelet $(DESTDIR)$(BINDIR)/minikubelet
+	mkdir -p $(DESTDIR)$(UNITDIR)
+	sed -e 's|/usr/local/bin/minikubelet|$(BINDIR)/minikubelet|' -e 's|/etc/minikubelet/config.yaml|$(CONFDIR)/config.yaml|' \
+		examples/minikubelet.service >$(DESTDIR)$(UNITDIR)/minikubelet.service.tmp
+	chmod 0644 $(DESTDIR)$(UNITDIR)/minikubelet.service.tmp
+	mv -f $(DESTDIR)$(UNITDIR)/minikubelet.service.tmp $(DESTDIR)$(UNITDIR)/minikubelet.service
+	@if [ -e $(DESTDIR)$(CONFDIR)/config.yaml ]; then \
+		echo "install: keeping $(DESTDIR)$(CONFDIR)/config.yaml (examples/config.yaml not copied over it)"; \
+	else \
+		install -D -m 0644 examples/config.yaml $(DESTDIR)$(CONFDIR)/config.yaml; \
+	fi
+	$(if $(SYSTEMD_RUNNING),systemctl daemon-reload)
+
+# uninstall stops and disables the service, removes the binary and the unit,
+# and removes the config only if it is still examples/config.yaml unchanged.
+uninstall: ## undo make install; a config that was edited is kept
+	$(if $(SYSTEMD_RUNNING),if [ -e $(UNITDIR)/minikubelet.service ]; then systemctl disable --now minikubelet.service; fi)
+	rm -f $(DESTDIR)$(BINDIR)/minikubelet $(DESTDIR)$(UNITDIR)/minikubelet.service
+	@if [ -e $(DESTDIR)$(CONFDIR)/config.yaml ]; then \
+		if cmp -s examples/config.yaml $(DESTDIR)$(CONFDIR)/config.yaml; then \
+			rm -f $(DESTDIR)$(CONFDIR)/config.yaml; \
+		else \
+			echo "uninstall: keeping $(DESTDIR)$(CONFDIR)/config.yaml: it was changed"; \
+		fi; \
+	fi
+	if [ -d $(DESTDIR)$(CONFDIR) ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(CONFDIR); fi
+	$(if $(SYSTEMD_RUNNING),systemctl daemon-reload)
 
 clean:
 	rm -rf bin

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/minikubelet/minikubelet/internal/cri"
 	"github.com/minikubelet/minikubelet/internal/metrics"
 	"github.com/minikubelet/minikubelet/internal/probe"
+	"github.com/minikubelet/minikubelet/internal/sdnotify"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
 	"github.com/minikubelet/minikubelet/volumes"
@@ -75,11 +77,18 @@ type Agent struct {
 	stats atomic.Pointer[stats.Provider]
 	// memoryCapacity is the node's memory in bytes; 0 when unknown.
 	memoryCapacity int64
+
+	// notifier and firstSyncs serve the service manager (notify.go).
+	notifier   notifier
+	firstSyncs *firstSyncs
 }
 
 // Deps are what tests may replace; zero values get the real thing.
 type Deps struct {
 	Clock clock.WithTicker
+	// Notifier is the service manager; by default the one $NOTIFY_SOCKET
+	// names (internal/sdnotify), if any.
+	Notifier notifier
 }
 
 // New checks cfg and prepares an agent; it does no I/O beyond reading the
@@ -90,6 +99,13 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	}
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}
+	}
+	if deps.Notifier == nil {
+		n, err := sdnotify.FromEnv(os.Getenv, os.Getpid())
+		if err != nil {
+			return nil, fmt.Errorf("service manager environment: %w", err)
+		}
+		deps.Notifier = n
 	}
 	nodeName, err := cfg.nodeName()
 	if err != nil {
@@ -112,6 +128,8 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		})),
 		cache:          pleg.NewCache(),
 		memoryCapacity: machineMemory(),
+		notifier:       deps.Notifier,
+		firstSyncs:     newFirstSyncs(),
 	}, nil
 }
 
@@ -161,6 +179,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			logger.Error(err, "HTTP server failed")
 		}
 	})
+	goRun(a.notifyLoop)
 
 	// Sources start before the runtime is reached, so that manifest errors
 	// are reported even while the runtime is down; their updates wait in
@@ -252,7 +271,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		MemoryCapacity:          a.memoryCapacity,
 	})
 	a.workers = podworkers.New(podworkers.Config{
-		Syncer:         syncer,
+		Syncer:         a.firstSyncs.wrap(syncer),
 		Cache:          a.cache,
 		Clock:          a.clock,
 		ResyncInterval: a.cfg.SyncFrequency,

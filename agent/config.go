@@ -70,32 +70,51 @@ type Config struct {
 	// CgroupV1BlkioAccounting turns block I/O accounting on for every
 	// disk on cgroup v1 (cgroups.Config.BlkioAccounting).
 	CgroupV1BlkioAccounting bool
+	// ConfigFile is --config: a KubeletConfiguration file whose fields fill
+	// in what the command line leaves out (LoadFile, config_file.go).
+	ConfigFile string
+	// MaxPods is validated; not enforced yet.
+	MaxPods int
+	// ContainerLogMaxSize (a resource quantity such as 10Mi) and
+	// ContainerLogMaxFiles rotate container logs.
+	ContainerLogMaxSize  string
+	ContainerLogMaxFiles int
+	// Image garbage collection.
+	ImageGCHighThresholdPercent int
+	ImageGCLowThresholdPercent  int
+	ImageMinimumGCAge           time.Duration
 }
 
 // DefaultConfig returns the kubelet's defaults.
 func DefaultConfig() Config {
 	return Config{
-		PodManifestPath:           "/etc/kubernetes/manifests",
-		FileCheckFrequency:        20 * time.Second,
-		HTTPCheckFrequency:        20 * time.Second,
-		SyncFrequency:             time.Minute,
-		RuntimeEndpoint:           "unix:///run/containerd/containerd.sock",
-		RuntimeRequestTimeout:     2 * time.Minute,
-		RootDir:                   "/var/lib/minikubelet",
-		PodLogsDir:                "/var/log/pods",
-		Address:                   "127.0.0.1",
-		ReadOnlyPort:              10255,
-		HealthzBindAddress:        "127.0.0.1",
-		HealthzPort:               10248,
-		PLEGRelistPeriod:          time.Second,
-		PLEGMode:                  PLEGModeAuto,
-		EventedPLEGRelistPeriod:   time.Minute,
-		MaxContainerRestartPeriod: 300 * time.Second,
-		LogindConfDir:             shutdown.DefaultLogindConfDir,
-		CgroupRoot:                "/",
-		CgroupsPerQOS:             true,
-		CgroupDriver:              cgroups.DriverCgroupfs,
-		CgroupV1BlkioAccounting:   true,
+		PodManifestPath:             "/etc/kubernetes/manifests",
+		FileCheckFrequency:          20 * time.Second,
+		HTTPCheckFrequency:          20 * time.Second,
+		SyncFrequency:               time.Minute,
+		RuntimeEndpoint:             "unix:///run/containerd/containerd.sock",
+		RuntimeRequestTimeout:       2 * time.Minute,
+		RootDir:                     "/var/lib/minikubelet",
+		PodLogsDir:                  "/var/log/pods",
+		Address:                     "127.0.0.1",
+		ReadOnlyPort:                10255,
+		HealthzBindAddress:          "127.0.0.1",
+		HealthzPort:                 10248,
+		PLEGRelistPeriod:            time.Second,
+		PLEGMode:                    PLEGModeAuto,
+		EventedPLEGRelistPeriod:     time.Minute,
+		MaxContainerRestartPeriod:   300 * time.Second,
+		LogindConfDir:               shutdown.DefaultLogindConfDir,
+		CgroupRoot:                  "/",
+		CgroupsPerQOS:               true,
+		CgroupDriver:                cgroups.DriverCgroupfs,
+		CgroupV1BlkioAccounting:     true,
+		MaxPods:                     110,
+		ContainerLogMaxSize:         "10Mi",
+		ContainerLogMaxFiles:        5,
+		ImageGCHighThresholdPercent: 85,
+		ImageGCLowThresholdPercent:  80,
+		ImageMinimumGCAge:           2 * time.Minute,
 	}
 }
 
@@ -123,6 +142,13 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.EventedPLEGRelistPeriod, "evented-pleg-relist-period", c.EventedPLEGRelistPeriod, "How often evented mode still relists, as a safety net for events a runtime loses (containerd 1.7 shares one event stream among all subscribers).")
 	fs.Var((*featureGates)(&c.FeatureGates), "feature-gates", "The kubelet's feature gates as Name=true|false pairs separated by commas. EventedPLEG=true selects --pleg-mode=evented and =false relist, unless --pleg-mode says otherwise; other gates are accepted and ignored.")
 	fs.DurationVar(&c.MaxContainerRestartPeriod, "max-container-restart-period", c.MaxContainerRestartPeriod, "The longest crash-loop back-off between restarts of a failing container (it starts at 10s and doubles).")
+	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "A KubeletConfiguration file (apiVersion: kubelet.config.k8s.io/v1beta1). Its fields set what the command line does not: a flag given on the command line wins over the file. Fields minikubelet does not implement are named in a warning; a misspelled field or a bad value stops the start.")
+	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "The most pods this node runs (validated; not enforced yet).")
+	fs.StringVar(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "The size, a resource quantity such as 10Mi, at which a container's log is rotated.")
+	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "How many log files a container keeps, at least 2.")
+	fs.IntVar(&c.ImageGCHighThresholdPercent, "image-gc-high-threshold", c.ImageGCHighThresholdPercent, "The disk usage in percent above which unused images are removed.")
+	fs.IntVar(&c.ImageGCLowThresholdPercent, "image-gc-low-threshold", c.ImageGCLowThresholdPercent, "The disk usage in percent that image garbage collection brings the disk back to; below --image-gc-high-threshold.")
+	fs.DurationVar(&c.ImageMinimumGCAge, "minimum-image-ttl-duration", c.ImageMinimumGCAge, "How long an unused image is kept before it may be removed.")
 	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, "The cgroup below which pods' cgroups are made (<root>/kubepods/...); created when missing. With --cgroup-driver=systemd, \"/\" or a slice such as /minikubelet.slice.")
 	fs.BoolVar(&c.CgroupsPerQOS, "cgroups-per-qos", c.CgroupsPerQOS, "Give each pod a cgroup of its own, with its cpu and memory limits, in a cgroup per QoS class (<root>/kubepods, .../burstable, .../besteffort). When false, pods' sandboxes get --cgroup-root as cgroup parent.")
 	fs.StringVar(&c.CgroupDriver, "cgroup-driver", c.CgroupDriver, "How cgroups are named and made: cgroupfs or systemd; it must match the runtime's. A runtime that says its driver (containerd 2.x, through CRI RuntimeConfig) is followed instead.")
@@ -203,6 +229,7 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--pleg-mode: %q is not one of auto, relist, evented", c.PLEGMode))
 	}
+	errs = append(errs, c.validateNodeSettings()...)
 	if c.ManifestURL != "" {
 		if u, err := url.Parse(c.ManifestURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("--manifest-url: %q must be an http:// or https:// URL", c.ManifestURL))

@@ -9,6 +9,12 @@
 // (agent/status) and the HTTP endpoints (agent/server) report what the
 // workers saw.
 //
+// Config comes from the kubelet's flags and, with --config, a
+// KubeletConfiguration file (config_file.go; flags win). Run tells a
+// service manager that speaks sd_notify how the start goes, sends READY=1
+// after the first full sync and pings its watchdog while the syncLoop
+// turns (notify.go).
+//
 // Run(ctx) starts everything and returns when ctx is cancelled. Stopping the
 // agent leaves the pods running, as the kubelet does. With
 // --shutdown-grace-period, a shutdown of the node terminates them first:

@@ -63,6 +63,10 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "minikubelet: unexpected argument %q (flags start with --; see --help)\n", fs.Arg(0))
 		return 2
 	}
+	if err := cfg.LoadFile(klog.Background(), fs); err != nil {
+		fmt.Fprintf(os.Stderr, "minikubelet: %v\n", err)
+		return 2
+	}
 	a, err := agent.New(cfg, agent.Deps{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "minikubelet: %v\n", err)

@@ -59,8 +59,14 @@ type agentOptions struct {
 	// missingManifestDir starts the agent before its manifest directory
 	// exists.
 	missingManifestDir bool
-	// env are more environment variables (KEY=value) for the agent.
+	// env is added to the agent's environment.
 	env []string
+	// beforeLaunch, if set, runs once the agent's directories exist and
+	// before it starts (to write manifests it must find at start).
+	beforeLaunch func(a *agent)
+	// noWaitHealthy returns as soon as the agent runs, not once /healthz
+	// answers ok.
+	noWaitHealthy bool
 }
 
 func startAgentWith(t *testing.T, rt *ctrdtest.Containerd, opts agentOptions) *agent {
@@ -100,9 +106,14 @@ func startAgentWith(t *testing.T, rt *ctrdtest.Containerd, opts agentOptions) *a
 	}, opts.args...)
 	a.args = args
 	a.env = opts.env
+	if opts.beforeLaunch != nil {
+		opts.beforeLaunch(a)
+	}
 	a.launch()
 	t.Cleanup(a.cleanup)
-	a.waitHealthy()
+	if !opts.noWaitHealthy {
+		a.waitHealthy()
+	}
 	return a
 }
 
@@ -119,6 +130,9 @@ func (a *agent) launch() {
 		a.cmd.Env = append(os.Environ(), a.env...)
 	}
 	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
+	if len(a.env) > 0 {
+		a.cmd.Env = append(os.Environ(), a.env...)
+	}
 	if err := a.cmd.Start(); err != nil {
 		a.t.Fatalf("start minikubelet: %v", err)
 	}

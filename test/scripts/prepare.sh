@@ -22,7 +22,8 @@ IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # docker-registry, apache2-utils (htpasswd) and skopeo serve the image pull
 # tests: a local registry, its htpasswd auth, and pushing the cached images.
 # dbus-daemon and systemd (for systemd-logind) serve the graceful node
-# shutdown tests: a private system bus with the real logind on it.
+# shutdown tests: a private system bus with the real logind on it; systemd
+# also brings systemd-analyze, which verifies examples/minikubelet.service.
 PACKAGES=(containerd runc containernetworking-plugins busybox-static iproute2 util-linux
 	docker-registry apache2-utils skopeo dbus-daemon systemd)
 
