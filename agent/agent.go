@@ -284,6 +284,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.pleg.Store(&plegHandle{lifecycle})
 	a.metrics.RegisterPLEG(lifecycle)
 	goRun(lifecycle.Run)
+	goRun(a.newLogRotation(clients.Runtime).Run)
 	a.nodeShutdown = a.startNodeShutdown(goRun, statusManager)
 
 	a.syncLoop(ctx, podUpdates, lifecycle.Watch(), probeResults)

@@ -79,6 +79,9 @@ type Config struct {
 	// ContainerLogMaxFiles rotate container logs.
 	ContainerLogMaxSize  string
 	ContainerLogMaxFiles int
+	// ContainerLogMonitorInterval is how often logs are checked for
+	// rotation.
+	ContainerLogMonitorInterval time.Duration
 	// Image garbage collection.
 	ImageGCHighThresholdPercent int
 	ImageGCLowThresholdPercent  int
@@ -112,6 +115,7 @@ func DefaultConfig() Config {
 		MaxPods:                     110,
 		ContainerLogMaxSize:         "10Mi",
 		ContainerLogMaxFiles:        5,
+		ContainerLogMonitorInterval: 10 * time.Second,
 		ImageGCHighThresholdPercent: 85,
 		ImageGCLowThresholdPercent:  80,
 		ImageMinimumGCAge:           2 * time.Minute,
@@ -145,7 +149,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "A KubeletConfiguration file (apiVersion: kubelet.config.k8s.io/v1beta1). Its fields set what the command line does not: a flag given on the command line wins over the file. Fields minikubelet does not implement are named in a warning; a misspelled field or a bad value stops the start.")
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "The most pods this node runs (validated; not enforced yet).")
 	fs.StringVar(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "The size, a resource quantity such as 10Mi, at which a container's log is rotated.")
-	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "How many log files a container keeps, at least 2.")
+	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "How many log files a container keeps, at least 2: the current one and rotated ones (the newest plain, older ones gzipped).")
+	fs.DurationVar(&c.ContainerLogMonitorInterval, "container-log-monitor-interval", c.ContainerLogMonitorInterval, "How often running containers' logs are checked against --container-log-max-size (the kubelet's containerLogMonitorInterval).")
 	fs.IntVar(&c.ImageGCHighThresholdPercent, "image-gc-high-threshold", c.ImageGCHighThresholdPercent, "The disk usage in percent above which unused images are removed.")
 	fs.IntVar(&c.ImageGCLowThresholdPercent, "image-gc-low-threshold", c.ImageGCLowThresholdPercent, "The disk usage in percent that image garbage collection brings the disk back to; below --image-gc-high-threshold.")
 	fs.DurationVar(&c.ImageMinimumGCAge, "minimum-image-ttl-duration", c.ImageMinimumGCAge, "How long an unused image is kept before it may be removed.")
@@ -181,6 +186,7 @@ func (c *Config) Validate() error {
 		{"pleg-relist-period", c.PLEGRelistPeriod},
 		{"evented-pleg-relist-period", c.EventedPLEGRelistPeriod},
 		{"max-container-restart-period", c.MaxContainerRestartPeriod},
+		{"container-log-monitor-interval", c.ContainerLogMonitorInterval},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {

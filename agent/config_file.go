@@ -364,6 +364,13 @@ func fileFields() []fileField {
 			duration(func(kc *kcConfig) metav1.Duration { return kc.ShutdownGracePeriod }), checkNotNegative),
 		field("shutdownGracePeriodCriticalPods", "shutdown-grace-period-critical-pods", func(c *Config) *time.Duration { return &c.ShutdownGracePeriodCriticalPods },
 			duration(func(kc *kcConfig) metav1.Duration { return kc.ShutdownGracePeriodCriticalPods }), checkNotNegative),
+		field("containerLogMonitorInterval", "container-log-monitor-interval", func(c *Config) *time.Duration { return &c.ContainerLogMonitorInterval },
+			func(kc *kcConfig) (time.Duration, bool) {
+				if kc.ContainerLogMonitorInterval == nil {
+					return 0, false
+				}
+				return kc.ContainerLogMonitorInterval.Duration, true
+			}, checkPositive),
 		field("containerLogMaxSize", "container-log-max-size", func(c *Config) *string { return &c.ContainerLogMaxSize },
 			str(func(kc *kcConfig) string { return kc.ContainerLogMaxSize }), checkLogMaxSize),
 		field("containerLogMaxFiles", "container-log-max-files", func(c *Config) *int { return &c.ContainerLogMaxFiles },
