@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
@@ -61,6 +62,22 @@ spec:
 		if !sawBackOff {
 			t.Error("the status never said CrashLoopBackOff")
 		}
+		// Container GC: after three restarts the runtime holds one dead
+		// instance of the container (and the one that runs or waits), as
+		// the kubelet's MaxPerPodContainer=1.
+		waitFor(t, 10*time.Second, "old instances collected", func() (bool, string) {
+			_, ctrs, err := runtimePods(t.Context(), rt, a.node)
+			if err != nil {
+				return false, err.Error()
+			}
+			dead := 0
+			for _, c := range ctrs {
+				if c.GetMetadata().GetName() == "main" && c.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+					dead++
+				}
+			}
+			return dead <= 1, fmt.Sprintf("%d dead instances of %d containers", dead, len(ctrs))
+		})
 		var starts []time.Time
 		for _, at := range started {
 			starts = append(starts, at)
