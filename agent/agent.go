@@ -189,6 +189,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		_ = clients.Runtime.Close(closeCtx)
 		_ = clients.Images.Close(closeCtx)
 	}()
+	// Before any pod is synced: see importImages.
+	a.importImages(ctx, clients)
+	imageGC, err := a.newImageGC(clients)
+	if err != nil {
+		return err
+	}
 
 	// Pod volumes live under <root-dir>/pods; a standalone agent has no
 	// apiserver to serve configMaps, secrets or tokens.
@@ -244,6 +250,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.pleg.Store(&plegHandle{lifecycle})
 	a.metrics.RegisterPLEG(lifecycle)
 	goRun(lifecycle.Run)
+	goRun(imageGC.Run)
 
 	a.syncLoop(ctx, podUpdates, lifecycle.Watch(), probeResults)
 	logger.Info("Stopping minikubelet; pods keep running")

@@ -43,6 +43,15 @@ type Config struct {
 	FeatureGates map[string]bool
 	// MaxContainerRestartPeriod caps the crash-loop back-off.
 	MaxContainerRestartPeriod time.Duration
+	// Image garbage collection (package imagegc): the kubelet's
+	// thresholds in percent of the image filesystem, the minimum age of
+	// an unused image, how often a pass runs (the kubelet's is fixed at
+	// 5m), and a sandbox image never to remove besides the runtime's.
+	ImageGCHighThresholdPercent int
+	ImageGCLowThresholdPercent  int
+	ImageMinimumGCAge           time.Duration
+	ImageGCPeriod               time.Duration
+	PodInfraContainerImage      string
 }
 
 // DefaultConfig returns the kubelet's defaults.
@@ -64,6 +73,11 @@ func DefaultConfig() Config {
 		PLEGMode:                  PLEGModeAuto,
 		EventedPLEGRelistPeriod:   time.Minute,
 		MaxContainerRestartPeriod: 300 * time.Second,
+
+		ImageGCHighThresholdPercent: 85,
+		ImageGCLowThresholdPercent:  80,
+		ImageMinimumGCAge:           2 * time.Minute,
+		ImageGCPeriod:               5 * time.Minute,
 	}
 }
 
@@ -91,6 +105,11 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.EventedPLEGRelistPeriod, "evented-pleg-relist-period", c.EventedPLEGRelistPeriod, "How often evented mode still relists, as a safety net for events a runtime loses (containerd 1.7 shares one event stream among all subscribers).")
 	fs.Var((*featureGates)(&c.FeatureGates), "feature-gates", "The kubelet's feature gates as Name=true|false pairs separated by commas. EventedPLEG=true selects --pleg-mode=evented and =false relist, unless --pleg-mode says otherwise; other gates are accepted and ignored.")
 	fs.DurationVar(&c.MaxContainerRestartPeriod, "max-container-restart-period", c.MaxContainerRestartPeriod, "The longest crash-loop back-off between restarts of a failing container (it starts at 10s and doubles).")
+	fs.IntVar(&c.ImageGCHighThresholdPercent, "image-gc-high-threshold", c.ImageGCHighThresholdPercent, "The image filesystem's usage in percent at which unused images are removed, least recently used first, down to --image-gc-low-threshold. Images of containers (running or exited), pinned images and the sandbox image are never removed. 100 turns image garbage collection off.")
+	fs.IntVar(&c.ImageGCLowThresholdPercent, "image-gc-low-threshold", c.ImageGCLowThresholdPercent, "The image filesystem's usage in percent that image garbage collection frees down to; below --image-gc-high-threshold.")
+	fs.DurationVar(&c.ImageMinimumGCAge, "minimum-image-ttl-duration", c.ImageMinimumGCAge, "How long after the agent first sees an unused image it may be removed (an image just pulled or imported is about to be used).")
+	fs.DurationVar(&c.ImageGCPeriod, "image-gc-period", c.ImageGCPeriod, "How often image garbage collection checks the image filesystem (also once at start). Not a kubelet flag: the kubelet's period is fixed at 5m.")
+	fs.StringVar(&c.PodInfraContainerImage, "pod-infra-container-image", c.PodInfraContainerImage, "A sandbox image that image garbage collection never removes, besides the runtime's own (pinned by containerd 2.x, read from the CRI config of containerd 1.6). The runtime's config chooses the sandbox image pods get.")
 }
 
 // Validate reports every bad value, each naming its flag.
@@ -107,6 +126,7 @@ func (c *Config) Validate() error {
 		{"pleg-relist-period", c.PLEGRelistPeriod},
 		{"evented-pleg-relist-period", c.EventedPLEGRelistPeriod},
 		{"max-container-restart-period", c.MaxContainerRestartPeriod},
+		{"image-gc-period", c.ImageGCPeriod},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {
@@ -129,6 +149,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--%s: must not be empty", d.flag))
 		}
 	}
+	errs = append(errs, c.validateImageGC()...)
 	switch c.PLEGMode {
 	case PLEGModeAuto, PLEGModeRelist, PLEGModeEvented:
 	default:
@@ -140,6 +161,27 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateImageGC checks 0 <= low < high <= 100 and a minimum age that is
+// not negative, as the kubelet does.
+func (c *Config) validateImageGC() []error {
+	var errs []error
+	for _, p := range []struct {
+		flag    string
+		percent int
+	}{{"image-gc-high-threshold", c.ImageGCHighThresholdPercent}, {"image-gc-low-threshold", c.ImageGCLowThresholdPercent}} {
+		if p.percent < 0 || p.percent > 100 {
+			errs = append(errs, fmt.Errorf("--%s: %d is not a percentage from 0 to 100", p.flag, p.percent))
+		}
+	}
+	if c.ImageGCLowThresholdPercent >= c.ImageGCHighThresholdPercent {
+		errs = append(errs, fmt.Errorf("--image-gc-low-threshold: %d must be below --image-gc-high-threshold (%d)", c.ImageGCLowThresholdPercent, c.ImageGCHighThresholdPercent))
+	}
+	if c.ImageMinimumGCAge < 0 {
+		errs = append(errs, fmt.Errorf("--minimum-image-ttl-duration: must not be negative, got %v", c.ImageMinimumGCAge))
+	}
+	return errs
 }
 
 // PLEG modes (--pleg-mode).
