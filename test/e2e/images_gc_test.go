@@ -141,8 +141,13 @@ func TestImageImport(t *testing.T) {
 			}
 		}
 
-		a := startAgentWith(t, rt, agentOptions{args: []string{"--root-dir", root}})
-		a.writeManifest("airgap.yaml", fmt.Sprintf(`
+		// The pod is there before the agent starts, so that its first sync
+		// shows whether the images were imported before it.
+		manifests := filepath.Join(root, "manifests")
+		if err := os.MkdirAll(manifests, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		pod := fmt.Sprintf(`
 apiVersion: v1
 kind: Pod
 metadata:
@@ -157,8 +162,16 @@ spec:
     image: %s
     imagePullPolicy: Never
     command: ["sleep", "3600"]
-`, ociRef, dockerRef))
+`, ociRef, dockerRef)
+		if err := os.WriteFile(filepath.Join(manifests, "airgap.yaml"), []byte(pod), 0o644); err != nil {
+			t.Fatal(err)
+		}
+
+		a := startAgentWith(t, rt, agentOptions{args: []string{"--root-dir", root, "--pod-manifest-path", manifests}})
 		a.waitRunning("airgap", 60*time.Second)
+		if line := a.logLineWith("is not present with pull policy of Never"); line != "" {
+			t.Errorf("a sync ran before the import: %s", line)
+		}
 		broken := a.logLineWith("Image archive not imported")
 		if !strings.Contains(broken, filepath.Join(dir, "broken.tar")) {
 			t.Errorf("the broken archive is not named in the log: %q", broken)
