@@ -9,6 +9,11 @@
 // (agent/status) and the HTTP endpoints (agent/server) report what the
 // workers saw.
 //
+// Images stay out of the syncLoop: before it starts, the archives of
+// <root-dir>/images are imported into the runtime (agent/imageimport), and
+// image garbage collection (agent/imagegc) runs beside it in a goroutine
+// of its own.
+//
 // Run(ctx) starts everything and returns when ctx is cancelled. Stopping the
 // agent leaves the pods running, as the kubelet does.
 package agent
