@@ -222,6 +222,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		_ = clients.Runtime.Close(closeCtx)
 		_ = clients.Images.Close(closeCtx)
 	}()
+	// Before any pod is synced: see importImages.
+	a.importImages(ctx, clients)
+	imageGC, err := a.newImageGC(clients)
+	if err != nil {
+		return err
+	}
 
 	cg, err := a.setupCgroups(ctx, clients.Runtime)
 	if err != nil {
@@ -286,6 +292,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	goRun(lifecycle.Run)
 	goRun(a.newLogRotation(clients.Runtime).Run)
 	a.nodeShutdown = a.startNodeShutdown(goRun, statusManager)
+	goRun(imageGC.Run)
 
 	a.syncLoop(ctx, podUpdates, lifecycle.Watch(), probeResults)
 	logger.Info("Stopping minikubelet; pods keep running")

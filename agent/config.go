@@ -82,10 +82,15 @@ type Config struct {
 	// ContainerLogMonitorInterval is how often logs are checked for
 	// rotation.
 	ContainerLogMonitorInterval time.Duration
-	// Image garbage collection.
+	// Image garbage collection (package imagegc): the kubelet's
+	// thresholds in percent of the image filesystem, the minimum age of
+	// an unused image, how often a pass runs (the kubelet's is fixed at
+	// 5m), and a sandbox image never to remove besides the runtime's.
 	ImageGCHighThresholdPercent int
 	ImageGCLowThresholdPercent  int
 	ImageMinimumGCAge           time.Duration
+	ImageGCPeriod               time.Duration
+	PodInfraContainerImage      string
 }
 
 // DefaultConfig returns the kubelet's defaults.
@@ -119,6 +124,7 @@ func DefaultConfig() Config {
 		ImageGCHighThresholdPercent: 85,
 		ImageGCLowThresholdPercent:  80,
 		ImageMinimumGCAge:           2 * time.Minute,
+		ImageGCPeriod:               5 * time.Minute,
 	}
 }
 
@@ -146,14 +152,16 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.EventedPLEGRelistPeriod, "evented-pleg-relist-period", c.EventedPLEGRelistPeriod, "How often evented mode still relists, as a safety net for events a runtime loses (containerd 1.7 shares one event stream among all subscribers).")
 	fs.Var((*featureGates)(&c.FeatureGates), "feature-gates", "The kubelet's feature gates as Name=true|false pairs separated by commas. EventedPLEG=true selects --pleg-mode=evented and =false relist, unless --pleg-mode says otherwise; other gates are accepted and ignored.")
 	fs.DurationVar(&c.MaxContainerRestartPeriod, "max-container-restart-period", c.MaxContainerRestartPeriod, "The longest crash-loop back-off between restarts of a failing container (it starts at 10s and doubles).")
+	fs.IntVar(&c.ImageGCHighThresholdPercent, "image-gc-high-threshold", c.ImageGCHighThresholdPercent, "The image filesystem's usage in percent at which unused images are removed, least recently used first, down to --image-gc-low-threshold. Images of containers (running or exited), pinned images and the sandbox image are never removed. 100 turns image garbage collection off.")
+	fs.IntVar(&c.ImageGCLowThresholdPercent, "image-gc-low-threshold", c.ImageGCLowThresholdPercent, "The image filesystem's usage in percent that image garbage collection frees down to; below --image-gc-high-threshold.")
+	fs.DurationVar(&c.ImageMinimumGCAge, "minimum-image-ttl-duration", c.ImageMinimumGCAge, "How long after the agent first sees an unused image it may be removed (an image just pulled or imported is about to be used).")
+	fs.DurationVar(&c.ImageGCPeriod, "image-gc-period", c.ImageGCPeriod, "How often image garbage collection checks the image filesystem (also once at start). Not a kubelet flag: the kubelet's period is fixed at 5m.")
+	fs.StringVar(&c.PodInfraContainerImage, "pod-infra-container-image", c.PodInfraContainerImage, "A sandbox image that image garbage collection never removes, besides the runtime's own (pinned by containerd 2.x, read from the CRI config of containerd 1.6). The runtime's config chooses the sandbox image pods get.")
 	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "A KubeletConfiguration file (apiVersion: kubelet.config.k8s.io/v1beta1). Its fields set what the command line does not: a flag given on the command line wins over the file. Fields minikubelet does not implement are named in a warning; a misspelled field or a bad value stops the start.")
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "The most pods this node runs (validated; not enforced yet).")
 	fs.StringVar(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "The size, a resource quantity such as 10Mi, at which a container's log is rotated.")
 	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "How many log files a container keeps, at least 2: the current one and rotated ones (the newest plain, older ones gzipped).")
 	fs.DurationVar(&c.ContainerLogMonitorInterval, "container-log-monitor-interval", c.ContainerLogMonitorInterval, "How often running containers' logs are checked against --container-log-max-size (the kubelet's containerLogMonitorInterval).")
-	fs.IntVar(&c.ImageGCHighThresholdPercent, "image-gc-high-threshold", c.ImageGCHighThresholdPercent, "The disk usage in percent above which unused images are removed.")
-	fs.IntVar(&c.ImageGCLowThresholdPercent, "image-gc-low-threshold", c.ImageGCLowThresholdPercent, "The disk usage in percent that image garbage collection brings the disk back to; below --image-gc-high-threshold.")
-	fs.DurationVar(&c.ImageMinimumGCAge, "minimum-image-ttl-duration", c.ImageMinimumGCAge, "How long an unused image is kept before it may be removed.")
 	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, "The cgroup below which pods' cgroups are made (<root>/kubepods/...); created when missing. With --cgroup-driver=systemd, \"/\" or a slice such as /minikubelet.slice.")
 	fs.BoolVar(&c.CgroupsPerQOS, "cgroups-per-qos", c.CgroupsPerQOS, "Give each pod a cgroup of its own, with its cpu and memory limits, in a cgroup per QoS class (<root>/kubepods, .../burstable, .../besteffort). When false, pods' sandboxes get --cgroup-root as cgroup parent.")
 	fs.StringVar(&c.CgroupDriver, "cgroup-driver", c.CgroupDriver, "How cgroups are named and made: cgroupfs or systemd; it must match the runtime's. A runtime that says its driver (containerd 2.x, through CRI RuntimeConfig) is followed instead.")
@@ -187,6 +195,7 @@ func (c *Config) Validate() error {
 		{"evented-pleg-relist-period", c.EventedPLEGRelistPeriod},
 		{"max-container-restart-period", c.MaxContainerRestartPeriod},
 		{"container-log-monitor-interval", c.ContainerLogMonitorInterval},
+		{"image-gc-period", c.ImageGCPeriod},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {
@@ -230,6 +239,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, c.validateImageGC()...)
 	switch c.PLEGMode {
 	case PLEGModeAuto, PLEGModeRelist, PLEGModeEvented:
 	default:
@@ -242,6 +252,27 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateImageGC checks 0 <= low < high <= 100 and a minimum age that is
+// not negative, as the kubelet does.
+func (c *Config) validateImageGC() []error {
+	var errs []error
+	for _, p := range []struct {
+		flag    string
+		percent int
+	}{{"image-gc-high-threshold", c.ImageGCHighThresholdPercent}, {"image-gc-low-threshold", c.ImageGCLowThresholdPercent}} {
+		if p.percent < 0 || p.percent > 100 {
+			errs = append(errs, fmt.Errorf("--%s: %d is not a percentage from 0 to 100", p.flag, p.percent))
+		}
+	}
+	if c.ImageGCLowThresholdPercent >= c.ImageGCHighThresholdPercent {
+		errs = append(errs, fmt.Errorf("--image-gc-low-threshold: %d must be below --image-gc-high-threshold (%d)", c.ImageGCLowThresholdPercent, c.ImageGCHighThresholdPercent))
+	}
+	if c.ImageMinimumGCAge < 0 {
+		errs = append(errs, fmt.Errorf("--minimum-image-ttl-duration: must not be negative, got %v", c.ImageMinimumGCAge))
+	}
+	return errs
 }
 
 // PLEG modes (--pleg-mode).

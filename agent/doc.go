@@ -15,6 +15,11 @@
 // after the first full sync and pings its watchdog while the syncLoop
 // turns (notify.go).
 //
+// Images stay out of the syncLoop: before it starts, the archives of
+// <root-dir>/images are imported into the runtime (agent/imageimport), and
+// image garbage collection (agent/imagegc) runs beside it in a goroutine
+// of its own.
+//
 // Run(ctx) starts everything and returns when ctx is cancelled. Stopping the
 // agent leaves the pods running, as the kubelet does. With
 // --shutdown-grace-period, a shutdown of the node terminates them first:

@@ -29,6 +29,10 @@ type Metrics struct {
 	ProbeTotal *prometheus.CounterVec
 	// ProbeDuration observes how long each probe run took, by probe_type.
 	ProbeDuration *prometheus.HistogramVec
+	// ImageGarbageCollected counts images removed by image garbage
+	// collection, by reason ("space": the disk was over the high
+	// threshold), as the kubelet's image_garbage_collected_total.
+	ImageGarbageCollected *prometheus.CounterVec
 }
 
 // PLEGState is what the PLEG metrics read at scrape time.
@@ -101,6 +105,10 @@ func New() *Metrics {
 			Help:    "Duration of a probe run, by probe type.",
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 		}, []string{"probe_type"}),
+		ImageGarbageCollected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "minikubelet_image_garbage_collected_total",
+			Help: "Images removed by image garbage collection, by reason (space: the image filesystem was over --image-gc-high-threshold).",
+		}, []string{"reason"}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -110,6 +118,7 @@ func New() *Metrics {
 		m.EventedPLEGConnectionErrors,
 		m.ProbeTotal,
 		m.ProbeDuration,
+		m.ImageGarbageCollected,
 	)
 	return m
 }

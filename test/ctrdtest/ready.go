@@ -54,8 +54,21 @@ func (c *Containerd) waitReady(ctx context.Context, criTimeout time.Duration) er
 	if err != nil {
 		return err
 	}
-	if c.runtime, err = remote.NewRemoteRuntimeService(ctx, c.Endpoint(), criTimeout, nil, false); err != nil {
-		return fmt.Errorf("connect CRI runtime service %s: %w", c.Endpoint(), err)
+	// The socket answers before the CRI plugin is up: containerd 1.6 then
+	// fails the client's API check with "server is not initialized yet".
+	err = c.poll(ctx, "connect CRI runtime service "+c.Endpoint(), func() error {
+		rs, err := remote.NewRemoteRuntimeService(ctx, c.Endpoint(), criTimeout, nil, false)
+		if err != nil {
+			if strings.Contains(err.Error(), "not initialized yet") {
+				return fmt.Errorf("%w: %w", errNotYet, err)
+			}
+			return fmt.Errorf("connect CRI runtime service %s: %w", c.Endpoint(), err)
+		}
+		c.runtime = rs
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if c.images, err = remote.NewRemoteImageService(ctx, c.Endpoint(), criTimeout, nil, false); err != nil {
 		return fmt.Errorf("connect CRI image service %s: %w", c.Endpoint(), err)

@@ -288,7 +288,7 @@ spec:
 			ctr := sum(body, "container_fs_writes_bytes_total", `container="writer"`, `name="`+id+`"`, `pod="`+pod.Name+`"`, `namespace="default"`)
 			podRow := sum(body, "container_fs_writes_bytes_total", `container=""`, `pod="`+pod.Name+`"`)
 			ops := sum(body, "container_fs_writes_total", `container="writer"`, `pod="`+pod.Name+`"`)
-			return ctr >= wrote && podRow >= wrote && ops >= 16, fmt.Sprintf("container %v bytes in %v writes, pod %v bytes:\n%s", ctr, ops, podRow, grepLines(body, pod.Name))
+			return ctr >= wrote && podRow >= wrote && ops >= 16, fmt.Sprintf("container %v bytes in %v writes, pod %v bytes:\n%s", ctr, ops, podRow, grepFSLines(body, pod.Name))
 		})
 		body, _, err := a.get(a.port, "/metrics/cadvisor")
 		if err != nil {
@@ -421,7 +421,8 @@ func sum(body, metric string, labels ...string) float64 {
 	return total
 }
 
-func grepLines(body, s string) string {
+// grepFSLines returns the _fs_ metric lines of body that contain s.
+func grepFSLines(body, s string) string {
 	var out []string
 	for _, line := range strings.Split(body, "\n") {
 		if strings.Contains(line, s) && strings.Contains(line, "_fs_") {
