@@ -44,7 +44,12 @@ func main() {
 	keep := flag.String("keep-log", "", "copy minikubelet's log (at -v=4) to this file")
 	writes := flag.Int("config-writes", 100, "manifest edits timed from write to the pod's new version on /pods (0 skips)")
 	kills := flag.Int("kills", 30, "containers killed from outside the agent per PLEG mode, timed to /pods showing them terminated and replaced (0 skips)")
-	plegPods := flag.Int("pleg-pods", 100, "running pods while the agent's CPU time per PLEG mode is measured (0 skips)")
+	plegCounts := flag.String("pleg-counts", "0,30,110", "running pod counts at which the agent's CPU time and RSS are measured in each PLEG mode (empty skips)")
+	cpuFor := flag.Duration("cpu-for", time.Minute, "how long each steady-state CPU measurement lasts")
+	batches := flag.String("batches", "30,110", "pod counts written to the manifest directory at once, timed to all Running (empty skips)")
+	graceKills := flag.Int("grace-kills", 5, "containers that ignore SIGTERM deleted with a 2s grace, timed from the grace deadline to their death (0 skips)")
+	jsonOut := flag.String("json", "bench-report.json", "where the report's JSON goes")
+	plotOut := flag.String("plot", "bench-plot.png", "where the PNG plot of latency, CPU and RSS against pod count goes")
 	idlePods := flag.Int("idle-pods", 50, "static pods to run while the agent's idle CPU time is measured (0 skips)")
 	idleFor := flag.Duration("idle-for", 60*time.Second, "how long idle CPU time is measured")
 	profile := flag.String("probe-cpuprofile", "", "write a 30s CPU profile of the agent taken during the probe measurement to this file")
@@ -52,8 +57,9 @@ func main() {
 	statsPods := flag.Int("stats-pods", 100, "running pods (bridge network) while /stats/summary and /metrics/cadvisor are timed (0 skips)")
 	statsCalls := flag.Int("stats-calls", 10, "timed calls of each stats endpoint")
 	flag.Parse()
-	opts := options{runs: *runs, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegPods: *plegPods,
-		probePods: *probePods, probeProfile: *profile, statsPods: *statsPods, statsCalls: *statsCalls}
+	opts := options{runs: *runs, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegCounts: counts(*plegCounts), cpuFor: *cpuFor,
+		probePods: *probePods, probeProfile: *profile, statsPods: *statsPods, statsCalls: *statsCalls,
+		batches: counts(*batches), graceKills: *graceKills, jsonOut: *jsonOut, plotOut: *plotOut}
 	if err := run(*bedPath, *bin, *runtimeName, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -61,14 +67,21 @@ func main() {
 }
 
 type options struct {
-	runs      int
-	keepLog   string
-	writes    int
-	idlePods  int
-	idleFor   time.Duration
-	kills     int
-	plegPods  int
-	probePods int
+	runs     int
+	keepLog  string
+	writes   int
+	idlePods int
+	idleFor  time.Duration
+	kills    int
+	// plegCounts are the pod counts of the steady-state measurements,
+	// each lasting cpuFor.
+	plegCounts []int
+	cpuFor     time.Duration
+	batches    []int
+	graceKills int
+	jsonOut    string
+	plotOut    string
+	probePods  int
 	// probeProfile, if set, receives a CPU profile of the probe run.
 	probeProfile string
 	// statsPods pods run while each stats endpoint is called statsCalls
@@ -126,6 +139,16 @@ func run(bedPath, bin, runtimeName string, o options) error {
 		}()
 	}
 
+	rep := &report{When: time.Now().UTC(), Machine: describeMachine(), Runtime: rt.Name()}
+	defer func() {
+		if err := rep.write(o.jsonOut); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: report:", err)
+		}
+		if err := rep.plot(o.plotOut); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: plot:", err)
+		}
+		fmt.Printf("report: %s   plot: %s\n", o.jsonOut, o.plotOut)
+	}()
 	var raw, agent []time.Duration
 	for i := 0; i <= runs; i++ { // run 0 warms caches and is not counted
 		r, err := rawStart(ctx, rt, busybox.Ref, base, i)
@@ -143,7 +166,26 @@ func run(bedPath, bin, runtimeName string, o options) error {
 	fmt.Printf("pod start, one pod with one container (bridge CNI), %s, %d runs each\n", rt.Name(), runs)
 	fmt.Printf("  %-44s median %7.1f ms   p90 %7.1f ms\n", "raw CRI (ImageStatus+RunPodSandbox+Create+Start)", ms(median(raw)), ms(pct(raw, 0.9)))
 	fmt.Printf("  %-44s median %7.1f ms   p90 %7.1f ms\n", "minikubelet (manifest write -> running on /pods)", ms(median(agent)), ms(pct(agent, 0.9)))
-	fmt.Printf("  ratio minikubelet/raw (medians): %.2fx\n", float64(median(agent))/float64(median(raw)))
+	fmt.Printf("  ratio minikubelet/raw (medians): %.2fx   p99 raw %.1f ms, minikubelet %.1f ms\n", float64(median(agent))/float64(median(raw)), ms(pct(raw, 0.99)), ms(pct(agent, 0.99)))
+	rep.PodStart = &latencyPair{Raw: summarize(raw), Agent: summarize(agent), Ratio: float64(median(agent)) / float64(median(raw))}
+
+	for _, n := range o.batches {
+		took, err := a.batchStart(ctx, rt, busybox.Ref, n)
+		if err != nil {
+			return fmt.Errorf("batch of %d: %w", n, err)
+		}
+		fmt.Printf("%d host-network pods written at once -> all Running on /pods: %.0f ms\n", n, ms(took))
+		rep.Batches = append(rep.Batches, batch{Pods: n, Ms: ms(took)})
+	}
+	if o.graceKills > 0 {
+		over, err := a.graceKill(ctx, rt, busybox.Ref, o.graceKills)
+		if err != nil {
+			return fmt.Errorf("grace kill: %w", err)
+		}
+		rep.GraceKill = new(latency)
+		*rep.GraceKill = summarize(over)
+		fmt.Printf("container ignoring SIGTERM, grace 2s: dead after the deadline by median %.0f ms, max %.0f ms (%d runs)\n", ms(median(over)), ms(pct(over, 1)), len(over))
+	}
 
 	if o.writes > 0 {
 		lat, err := a.configLatency(busybox.Ref, o.writes)
@@ -152,6 +194,8 @@ func run(bedPath, bin, runtimeName string, o options) error {
 		}
 		fmt.Printf("manifest edit -> new version on /pods (the syncLoop has handed it to the pod's worker), %d edits\n", len(lat))
 		fmt.Printf("  median %7.2f ms   p99 %7.2f ms   (polled every %v)\n", ms(median(lat)), ms(pct(lat, 0.99)), configPoll)
+		rep.ConfigEdit = new(latency)
+		*rep.ConfigEdit = summarize(lat)
 	}
 	if o.idlePods > 0 {
 		cpu, rss, err := a.idleCost(ctx, rt, busybox.Ref, o.idlePods, o.idleFor)
@@ -175,12 +219,12 @@ func run(bedPath, bin, runtimeName string, o options) error {
 				r.path, ms(median(r.fresh)), ms(pct(r.fresh, 0.9)), ms(r.cpu)/float64(len(r.fresh)), ms(median(r.cached)), r.bytes/1024)
 		}
 	}
-	if o.kills > 0 || o.plegPods > 0 {
+	if o.kills > 0 || len(o.plegCounts) > 0 {
 		if err := a.drain(ctx, rt); err != nil {
 			return err
 		}
 		a.stop()
-		if err := plegBench(ctx, bin, rt, busybox.Ref, base, o); err != nil {
+		if err := plegBench(ctx, bin, rt, busybox.Ref, base, o, rep); err != nil {
 			return fmt.Errorf("pleg: %w", err)
 		}
 	}
@@ -189,7 +233,7 @@ func run(bedPath, bin, runtimeName string, o options) error {
 		if err != nil {
 			return err
 		}
-		if err := probeBench(ctx, bin, rt, probe.Ref, base, o.probePods, o.probeProfile); err != nil {
+		if err := probeBench(ctx, bin, rt, probe.Ref, base, o.probePods, o.probeProfile, rep); err != nil {
 			return fmt.Errorf("probes: %w", err)
 		}
 	}
@@ -199,7 +243,7 @@ func run(bedPath, bin, runtimeName string, o options) error {
 // probeBench measures the agent's CPU time per minute and RSS with n pods
 // that each carry an exec liveness and an httpGet readiness probe every
 // 10s (evented PLEG), and how many probes ran meanwhile.
-func probeBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image, base string, n int, profile string) error {
+func probeBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image, base string, n int, profile string, rep *report) error {
 	a, err := startAgent(bin, rt, base, "probes", "--pleg-mode", "evented")
 	if err != nil {
 		return err
@@ -214,6 +258,7 @@ func probeBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image,
 	runs := a.probeRuns() - before
 	fmt.Printf("agent with %d running pods, each with an exec liveness and an httpGet readiness probe every 10s (evented), per minute\n", n)
 	fmt.Printf("  CPU %.2f s/min (%.2f%% of one core)   RSS %.1f MiB   probes run since start: %d\n", cpu.Seconds(), 100*cpu.Seconds()/60, float64(rss)/(1<<20), runs)
+	rep.Probes = &steady{Mode: "evented", Pods: n, CPUPercent: 100 * cpu.Seconds() / 60, RSSMiB: float64(rss) / (1 << 20)}
 	return a.drain(ctx, rt)
 }
 
@@ -663,16 +708,16 @@ func procStat(pid int) (time.Duration, int64, error) {
 // after a container's process is killed from outside the agent /pods shows
 // it terminated (detection) and a replacement running, over o.kills
 // containers; and the agent's CPU time per minute with o.plegPods pods.
-func plegBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image, base string, o options) error {
+func plegBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image, base string, o options, rep *report) error {
 	type result struct {
 		detect, replace []time.Duration
-		cpu             time.Duration
-		rss             int64
+		cpu             map[int]time.Duration
+		rss             map[int]int64
 	}
 	modes := []string{"relist", "evented"}
 	results := map[string]*result{}
 	for _, mode := range modes {
-		r := &result{}
+		r := &result{cpu: map[int]time.Duration{}, rss: map[int]int64{}}
 		results[mode] = r
 		args := []string{"--pleg-mode", mode}
 		if o.keepLog != "" {
@@ -694,11 +739,11 @@ func plegBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image, 
 				return err
 			}
 		}
-		if o.plegPods > 0 {
-			r.cpu, r.rss, err = a.idleCost(ctx, rt, image, o.plegPods, time.Minute)
+		for _, n := range o.plegCounts {
+			r.cpu[n], r.rss[n], err = a.idleCost(ctx, rt, image, n, o.cpuFor)
 			if err != nil {
 				a.stop()
-				return fmt.Errorf("%s mode: %w", mode, err)
+				return fmt.Errorf("%s mode, %d pods: %w", mode, n, err)
 			}
 			if err := a.drain(ctx, rt); err != nil {
 				a.stop()
@@ -718,16 +763,32 @@ func plegBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image, 
 			r := results[mode]
 			fmt.Printf("  %-8s terminated: median %7.1f ms  p99 %7.1f ms   replacement running: median %7.1f ms  p99 %7.1f ms\n",
 				mode, ms(median(r.detect)), ms(pct(r.detect, 0.99)), ms(median(r.replace)), ms(pct(r.replace, 0.99)))
+			rep.Death = append(rep.Death, death{Mode: mode, Detect: summarize(r.detect), Replace: summarize(r.replace)})
 		}
 	}
-	if o.plegPods > 0 {
-		fmt.Printf("agent with %d running pods, per minute\n", o.plegPods)
+	if len(o.plegCounts) > 0 {
+		fmt.Printf("agent at steady state, measured over %v\n", o.cpuFor)
 		for _, mode := range modes {
 			r := results[mode]
-			fmt.Printf("  %-8s CPU %.2f s/min (%.2f%% of one core)   RSS %.1f MiB\n", mode, r.cpu.Seconds(), 100*r.cpu.Seconds()/60, float64(r.rss)/(1<<20))
+			for _, n := range o.plegCounts {
+				pctCPU := 100 * r.cpu[n].Seconds() / o.cpuFor.Seconds()
+				fmt.Printf("  %-8s %3d pods: CPU %5.2f s/min (%5.2f%% of one core)   RSS %5.1f MiB\n", mode, n, r.cpu[n].Seconds()*60/o.cpuFor.Seconds(), pctCPU, float64(r.rss[n])/(1<<20))
+				rep.Steady = append(rep.Steady, steady{Mode: mode, Pods: n, CPUPercent: pctCPU, RSSMiB: float64(r.rss[n]) / (1 << 20)})
+			}
 		}
 	}
 	return nil
+}
+
+// counts parses a comma-separated list of pod counts.
+func counts(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n >= 0 {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // killLatency runs n host-network pods, then SIGKILLs each one's container

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// report is every figure of one bench run, written as JSON beside the text.
+type report struct {
+	When    time.Time `json:"when"`
+	Machine machine   `json:"machine"`
+	Runtime string    `json:"runtime"`
+	// PodStart: manifest write to running on /pods, against the raw CRI
+	// calls, in ms.
+	PodStart *latencyPair `json:"podStart,omitempty"`
+	// Batches: one directory write of N pods to all Running, in ms.
+	Batches []batch `json:"batches,omitempty"`
+	// ConfigEdit: manifest edit to the new version on /pods, in ms.
+	ConfigEdit *latency `json:"configEdit,omitempty"`
+	// Steady: the agent's CPU and RSS at steady state by PLEG mode and
+	// pod count.
+	Steady []steady `json:"steady,omitempty"`
+	// Death: a container killed outside the agent to /pods, by mode.
+	Death []death `json:"death,omitempty"`
+	// GraceKill: how long after the grace deadline a container ignoring
+	// SIGTERM was dead, in ms.
+	GraceKill *latency `json:"graceKill,omitempty"`
+	// Probes: CPU with 100 probed pods.
+	Probes *steady `json:"probes,omitempty"`
+}
+
+type machine struct {
+	CPUs   int    `json:"cpus"`
+	Kernel string `json:"kernel"`
+	OS     string `json:"os"`
+	Model  string `json:"cpuModel"`
+	MemMiB int64  `json:"memMiB"`
+}
+
+type latency struct {
+	N        int     `json:"n"`
+	MedianMs float64 `json:"medianMs"`
+	P90Ms    float64 `json:"p90Ms"`
+	P99Ms    float64 `json:"p99Ms"`
+	MaxMs    float64 `json:"maxMs"`
+}
+
+type latencyPair struct {
+	Raw   latency `json:"rawCRI"`
+	Agent latency `json:"minikubelet"`
+	Ratio float64 `json:"ratioOfMedians"`
+}
+
+type batch struct {
+	Pods int     `json:"pods"`
+	Ms   float64 `json:"allRunningMs"`
+}
+
+type steady struct {
+	Mode       string  `json:"mode"`
+	Pods       int     `json:"pods"`
+	CPUPercent float64 `json:"cpuPercentOfOneCore"`
+	RSSMiB     float64 `json:"rssMiB"`
+}
+
+type death struct {
+	Mode    string  `json:"mode"`
+	Detect  latency `json:"terminatedOnPods"`
+	Replace latency `json:"replacementRunning"`
+}
+
+func summarize(d []time.Duration) latency {
+	if len(d) == 0 {
+		return latency{}
+	}
+	return latency{N: len(d), MedianMs: ms(median(d)), P90Ms: ms(pct(d, 0.9)), P99Ms: ms(pct(d, 0.99)), MaxMs: ms(pct(d, 1))}
+}
+
+func describeMachine() machine {
+	m := machine{CPUs: runtime.NumCPU()}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/etc/os-release"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "PRETTY_NAME="); ok {
+				m.OS = strings.Trim(v, `"`)
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "model name"); ok {
+				m.Model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+				_, _ = fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			}
+		}
+		m.MemMiB = kb / 1024
+	}
+	return m
+}
+
+func (r *report) write(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
