@@ -28,7 +28,7 @@ unit: ## unit tests only (no runtime needed)
 lint: ## golangci-lint v2 with .golangci.yml
 	bash test/scripts/lint.sh $(GOLANGCI_LINT_VERSION)
 
-bench: prepare build ## pod start latency against the raw CRI calls, on containerd 2.x
+bench: prepare build ## the bench report on containerd 2.x: text, bin/bench-report.json, bin/bench-plot.png
 	bash test/scripts/bench.sh
 
 fuzz: ## the fuzz targets, 60s each (not part of make test)
