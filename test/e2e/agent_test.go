@@ -318,7 +318,13 @@ func allRunning(pod *v1.Pod) bool {
 	return true
 }
 
+// containerStatus returns the status of pod's container called name, or
+// nil (no pod, or no status yet: a restarted agent has none until the pod's
+// first sync).
 func containerStatus(pod *v1.Pod, name string) *v1.ContainerStatus {
+	if pod == nil {
+		return nil
+	}
 	for i := range pod.Status.ContainerStatuses {
 		if pod.Status.ContainerStatuses[i].Name == name {
 			return &pod.Status.ContainerStatuses[i]

@@ -183,8 +183,8 @@ func TestRestartAppliesEditMadeWhileDown(t *testing.T) {
 			if after == nil {
 				return false, "not on /pods"
 			}
-			b := containerStatus(after, "b")
-			return b.ContainerID != oldB && b.State.Running != nil, describe(after)
+			b := containerStatus(after, "b") // nil until the restarted agent's first sync
+			return b != nil && b.ContainerID != oldB && b.State.Running != nil, describe(after)
 		})
 		if got, want := containerStatus(after, "a").ContainerID, containerStatus(before, "a").ContainerID; got != want {
 			t.Errorf("container a restarted (%s -> %s) though only b changed", want, got)
