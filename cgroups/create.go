@@ -89,21 +89,7 @@ func (m *Manager) createV2(n name, res *ResourceConfig) error {
 	if err := m.enableControllersV2(p); err != nil {
 		return err
 	}
-	r := &cgroup2.Resources{}
-	if res != nil {
-		weight := cgroup2.ConvertCPUSharesToCgroupV2Value(res.CPUShares)
-		period := res.CPUPeriod
-		var quota *int64
-		if res.CPUQuota > 0 {
-			q := res.CPUQuota
-			quota = &q
-		}
-		r.CPU = &cgroup2.CPU{Weight: &weight, Max: cgroup2.NewCPUMax(quota, &period)}
-		if res.Memory > 0 {
-			limit := res.Memory
-			r.Memory = &cgroup2.Memory{Max: &limit}
-		}
-	}
+	r := v2Resources(res)
 	if _, err := cgroup2.NewManager(m.cfg.MountRoot, p, r); err != nil {
 		return err
 	}
@@ -154,21 +140,7 @@ func (m *Manager) createSystemd(_ context.Context, n name, res *ResourceConfig) 
 	if m.exists(n.systemd()) {
 		return nil
 	}
-	r := &cgroup2.Resources{}
-	if res != nil {
-		weight := cgroup2.ConvertCPUSharesToCgroupV2Value(res.CPUShares)
-		period := res.CPUPeriod
-		var quota *int64
-		if res.CPUQuota > 0 {
-			q := res.CPUQuota
-			quota = &q
-		}
-		r.CPU = &cgroup2.CPU{Weight: &weight, Max: cgroup2.NewCPUMax(quota, &period)}
-		if res.Memory > 0 {
-			limit := res.Memory
-			r.Memory = &cgroup2.Memory{Max: &limit}
-		}
-	}
+	r := v2Resources(res)
 	if _, err := cgroup2.NewSystemd("", unit, -1, r); err != nil {
 		return fmt.Errorf("create systemd slice %s: %w", unit, err)
 	}
@@ -188,4 +160,26 @@ func (m *Manager) removeSystemd(_ context.Context, p string) error {
 		return fmt.Errorf("stop systemd slice %s: %w", filepath.Base(p), err)
 	}
 	return nil
+}
+
+// v2Resources converts what the agent writes into a cgroup into cgroup v2
+// resources (cpu.weight from the shares, cpu.max, memory.max).
+func v2Resources(res *ResourceConfig) *cgroup2.Resources {
+	r := &cgroup2.Resources{}
+	if res == nil {
+		return r
+	}
+	weight := cgroup2.ConvertCPUSharesToCgroupV2Value(res.CPUShares)
+	period := res.CPUPeriod
+	var quota *int64
+	if res.CPUQuota > 0 {
+		q := res.CPUQuota
+		quota = &q
+	}
+	r.CPU = &cgroup2.CPU{Weight: &weight, Max: cgroup2.NewCPUMax(quota, &period)}
+	if res.Memory > 0 {
+		limit := res.Memory
+		r.Memory = &cgroup2.Memory{Max: &limit}
+	}
+	return r
 }

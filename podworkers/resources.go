@@ -8,20 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-)
 
-// The kubelet's constants for turning CPU quantities into cgroup values
-// (pkg/kubelet/cm and kuberuntime/helpers_linux.go).
-const (
-	minShares     = 2
-	maxShares     = 262144
-	sharesPerCPU  = 1024
-	milliCPUToCPU = 1000
-	// quotaPeriod is the CFS period in microseconds (100ms), the kubelet's
-	// default when the CPUCFSQuotaPeriod feature is off.
-	quotaPeriod = 100000
-	// minQuota is the smallest CFS quota the kernel accepts (1ms).
-	minQuota = 1000
+	"github.com/minikubelet/minikubelet/cgroups"
 )
 
 // linuxResources converts a container's requests and limits into CRI
@@ -36,49 +24,20 @@ func linuxResources(c *v1.Container, oomScoreAdj int64) *runtimeapi.LinuxContain
 	cpuLimit := c.Resources.Limits.Cpu().MilliValue()
 	var shares int64
 	if req, ok := c.Resources.Requests[v1.ResourceCPU]; ok {
-		shares = milliCPUToShares(req.MilliValue())
+		shares = int64(cgroups.MilliCPUToShares(req.MilliValue()))
 	} else {
 		// The API server defaults a missing request to the limit; the
 		// kubelet repeats it for pods that did not pass through one.
-		shares = milliCPUToShares(cpuLimit)
+		shares = int64(cgroups.MilliCPUToShares(cpuLimit))
 	}
 	return &runtimeapi.LinuxContainerResources{
 		CpuShares:          shares,
-		CpuPeriod:          quotaPeriod,
-		CpuQuota:           milliCPUToQuota(cpuLimit, quotaPeriod),
+		CpuPeriod:          cgroups.QuotaPeriod,
+		CpuQuota:           cgroups.MilliCPUToQuota(cpuLimit, cgroups.QuotaPeriod),
 		MemoryLimitInBytes: c.Resources.Limits.Memory().Value(),
 		HugepageLimits:     hugepageLimits(c.Resources.Limits),
 		OomScoreAdj:        oomScoreAdj,
 	}
-}
-
-// milliCPUToShares is cm.MilliCPUToShares: 1024 shares per CPU, at least 2
-// (the kernel's floor, also what no request at all gets) and at most 262144.
-func milliCPUToShares(milliCPU int64) int64 {
-	if milliCPU == 0 {
-		return minShares
-	}
-	shares := milliCPU * sharesPerCPU / milliCPUToCPU
-	switch {
-	case shares < minShares:
-		return minShares
-	case shares > maxShares:
-		return maxShares
-	}
-	return shares
-}
-
-// milliCPUToQuota is the kubelet's milliCPUToQuota: the CPU time allowed
-// per period, at least 1ms; 0 (no quota) when there is no limit.
-func milliCPUToQuota(milliCPU, period int64) int64 {
-	if milliCPU == 0 {
-		return 0
-	}
-	quota := milliCPU * period / milliCPUToCPU
-	if quota < minQuota {
-		return minQuota
-	}
-	return quota
 }
 
 // hugepageLimits returns a limit per hugepages-<size> resource in limits,

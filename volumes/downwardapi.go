@@ -12,6 +12,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
 
 // defaultContentMode is the mode of the files of downwardAPI, configMap,
@@ -141,7 +143,7 @@ func containerResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector, allocata
 	if ref.ContainerName == "" {
 		return "", fmt.Errorf("resourceFieldRef %q: containerName is required in a volume", ref.Resource)
 	}
-	c := findContainer(pod, ref.ContainerName)
+	c := kubecontainer.SpecOf(pod, ref.ContainerName)
 	if c == nil {
 		return "", fmt.Errorf("resourceFieldRef %q: the pod has no container %q", ref.Resource, ref.ContainerName)
 	}
@@ -181,17 +183,3 @@ func containerResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector, allocata
 	return "", fmt.Errorf("resourceFieldRef %q is not supported: use cpu, memory, ephemeral-storage or hugepages-<size>", ref.Resource)
 }
 
-// findContainer returns the regular or init container called name.
-func findContainer(pod *v1.Pod, name string) *v1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	return nil
-}
