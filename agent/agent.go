@@ -75,6 +75,8 @@ type Agent struct {
 	stats atomic.Pointer[stats.Provider]
 	// memoryCapacity is the node's memory in bytes; 0 when unknown.
 	memoryCapacity int64
+	// node holds node mode's parts (node.go); nil in standalone mode.
+	node *nodeMode
 }
 
 // Deps are what tests may replace; zero values get the real thing.
@@ -99,8 +101,13 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	node, err := newNodeMode(cfg, nodeName)
+	if err != nil {
+		return nil, err
+	}
 	m := metrics.New()
 	return &Agent{
+		node:     node,
 		cfg:      cfg,
 		clock:    deps.Clock,
 		nodeName: nodeName,
@@ -187,6 +194,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		goRun(func(ctx context.Context) { urlSource.Run(ctx, sourceUpdates) })
 	}
+	if a.node != nil {
+		goRun(func(ctx context.Context) { a.node.source.Run(ctx, sourceUpdates) })
+		goRun(a.node.objects.Run)
+	}
 	goRun(func(ctx context.Context) { a.merger.Run(ctx, sourceUpdates, podUpdates) })
 
 	clients, err := cri.Connect(ctx, a.clock, a.cfg.RuntimeEndpoint, a.cfg.RuntimeRequestTimeout)
@@ -210,7 +221,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	// Pod volumes live under <root-dir>/pods; a standalone agent has no
 	// apiserver to serve configMaps, secrets or tokens.
-	podVolumes := volumes.New(volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: nodeAllocatable(a.cfg.RootDir), Clock: a.clock})
+	volumesConfig := volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: nodeAllocatable(a.cfg.RootDir), Clock: a.clock}
+	if a.node != nil {
+		volumesConfig.Objects = a.node.objects
+	}
+	podVolumes := volumes.New(volumesConfig)
 	// Probe results go to the syncLoop; probe workers learn of their
 	// containers from the statuses the status manager stores.
 	probeResults := make(chan prober.Result, probeResultsCap)
@@ -221,15 +236,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		HostIP:  a.hostIP,
 		Observe: func(t prober.Type, r probe.Result, d time.Duration) { a.metrics.ObserveProbe(string(t), r, d) },
 	})
+	statuses := &statusFanout{probes: a.probes.SetPodStatus}
 	statusManager := status.NewManager(status.Config{
 		Clock:       a.clock,
 		HostIP:      a.hostIP,
 		RuntimeName: clients.RuntimeName,
 		Probes:      a.probes,
-		OnStatus:    a.probes.SetPodStatus,
+		OnStatus:    statuses.onStatus,
 	})
+	statuses.manager = statusManager
 	a.status.Store(statusManager)
-	syncer := podworkers.NewSyncer(podworkers.SyncerConfig{
+	syncerConfig := podworkers.SyncerConfig{
 		Runtime:        clients.Runtime,
 		Images:         clients.Images,
 		Cache:          a.cache,
@@ -250,7 +267,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		ImagePullBackOffMax:     5 * time.Minute,
 		Cgroups:                 cg,
 		MemoryCapacity:          a.memoryCapacity,
-	})
+	}
+	if a.node != nil {
+		// configMapKeyRef, secretKeyRef, envFrom and imagePullSecrets.
+		syncerConfig.Objects = a.node.objects
+	}
+	syncer := podworkers.NewSyncer(syncerConfig)
 	a.workers = podworkers.New(podworkers.Config{
 		Syncer:         syncer,
 		Cache:          a.cache,
@@ -266,6 +288,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.metrics.RegisterPLEG(lifecycle)
 	goRun(lifecycle.Run)
 	a.nodeShutdown = a.startNodeShutdown(goRun, statusManager)
+	if a.node != nil {
+		a.startNodeMode(goRun, clients, statuses)
+	}
 
 	a.syncLoop(ctx, podUpdates, lifecycle.Watch(), probeResults)
 	logger.Info("Stopping minikubelet; pods keep running")
@@ -321,6 +346,9 @@ func configuredSources(cfg Config) []string {
 	out := []string{sources.File}
 	if cfg.ManifestURL != "" {
 		out = append(out, sources.HTTP)
+	}
+	if cfg.Kubeconfig != "" {
+		out = append(out, sources.API)
 	}
 	return out
 }

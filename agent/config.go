@@ -70,6 +70,8 @@ type Config struct {
 	// CgroupV1BlkioAccounting turns block I/O accounting on for every
 	// disk on cgroup v1 (cgroups.Config.BlkioAccounting).
 	CgroupV1BlkioAccounting bool
+	// NodeConfig is node mode's configuration (config_node.go).
+	NodeConfig
 }
 
 // DefaultConfig returns the kubelet's defaults.
@@ -96,6 +98,7 @@ func DefaultConfig() Config {
 		CgroupsPerQOS:             true,
 		CgroupDriver:              cgroups.DriverCgroupfs,
 		CgroupV1BlkioAccounting:   true,
+		NodeConfig:                defaultNodeConfig(),
 	}
 }
 
@@ -134,6 +137,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "Private key (PEM) of --tls-cert-file.")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA bundle (PEM): a client certificate it signs may use the endpoints served on a non-loopback --address.")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", c.TokenAuthFile, "Bearer tokens that may use the endpoints served on a non-loopback --address, one 'token,user,uid[,groups]' line each (kube-apiserver's format).")
+	c.NodeConfig.addFlags(fs)
 }
 
 // serverAuth is how the read-only endpoints authenticate clients.
@@ -208,6 +212,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--manifest-url: %q must be an http:// or https:// URL", c.ManifestURL))
 		}
 	}
+	errs = append(errs, c.NodeConfig.validate()...)
 	return errors.Join(errs...)
 }
 

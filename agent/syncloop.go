@@ -62,6 +62,12 @@ func (a *Agent) handlePodUpdate(ctx context.Context, logger klog.Logger, u podco
 		switch u.Op {
 		case podconfig.ADD:
 			a.pods.set(pod)
+			if pod.DeletionTimestamp != nil {
+				// An API pod already being deleted when first seen (the
+				// agent restarted meanwhile): only terminate it.
+				a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod, GracePeriod: pod.DeletionGracePeriodSeconds})
+				continue
+			}
 			a.probes.AddPod(ctx, pod)
 			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Create, Pod: pod})
 		case podconfig.UPDATE:
