@@ -366,4 +366,3 @@ func TestNodeAPIServerOutage(t *testing.T) {
 		n.waitAPIPod("web2", 60*time.Second, "a pod created after the outage Running", runningWithIP)
 	})
 }
-
