@@ -137,7 +137,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "Private key (PEM) of --tls-cert-file.")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA bundle (PEM): a client certificate it signs may use the endpoints served on a non-loopback --address.")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", c.TokenAuthFile, "Bearer tokens that may use the endpoints served on a non-loopback --address, one 'token,user,uid[,groups]' line each (kube-apiserver's format).")
-	c.NodeConfig.addFlags(fs)
+	c.addNodeFlags(fs)
 }
 
 // serverAuth is how the read-only endpoints authenticate clients.
@@ -212,7 +212,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--manifest-url: %q must be an http:// or https:// URL", c.ManifestURL))
 		}
 	}
-	errs = append(errs, c.NodeConfig.validate()...)
+	errs = append(errs, c.validateNode()...)
 	return errors.Join(errs...)
 }
 

@@ -45,8 +45,8 @@ func defaultNodeConfig() NodeConfig {
 	}
 }
 
-// addFlags registers node mode's flags.
-func (c *NodeConfig) addFlags(fs *flag.FlagSet) {
+// addNodeFlags registers node mode's flags.
+func (c *NodeConfig) addNodeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "Kubeconfig file of the apiserver. When given, the agent runs in node mode: it registers its Node, renews its Lease, runs the pods bound to it (spec.nodeName) beside its static pods, writes their status, and keeps mirror pods of its static pods. Without it the agent runs standalone.")
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "Pods capacity (and allocatable) of the Node, in node mode.")
 	fs.Var((*labelsFlag)(&c.NodeLabels), "node-labels", "Labels of the Node, as key=value pairs separated by commas, in node mode; added to a Node that exists already.")
@@ -57,8 +57,8 @@ func (c *NodeConfig) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.KubeAPIBurst, "kube-api-burst", c.KubeAPIBurst, "Burst of requests to the apiserver, in node mode.")
 }
 
-// validate reports node mode's bad values.
-func (c *NodeConfig) validate() []error {
+// validateNode reports node mode's bad values.
+func (c *NodeConfig) validateNode() []error {
 	var errs []error
 	if c.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("--max-pods: must be positive, got %d", c.MaxPods))

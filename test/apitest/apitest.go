@@ -165,11 +165,11 @@ func stop(cmd *exec.Cmd, done chan struct{}) {
 func (s *Server) path(name string) string { return filepath.Join(s.opts.Dir, name) }
 
 func (s *Server) launch(bin, logName string, args ...string) (*exec.Cmd, chan struct{}, error) {
-	logFile, err := os.OpenFile(s.path(logName), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644) //nolint:gosec // G304: the test's own dir
+	logFile, err := os.OpenFile(s.path(logName), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", logName, err)
 	}
-	cmd := exec.Command(bin, args...) //nolint:gosec // G204: the bed's binaries
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -105,7 +105,7 @@ func startNodeAgent(t *testing.T, rt *ctrdtest.Containerd, srv *apitest.Server, 
 // kubectl runs the bed's kubectl against the test's apiserver.
 func (n *nodeEnv) kubectl(stdin string, args ...string) string {
 	n.t.Helper()
-	cmd := exec.Command(env.bed.Kubectl, append([]string{"--kubeconfig", n.srv.Kubeconfig(), "-n", n.ns}, args...)...) //nolint:gosec // G204: the bed's kubectl
+	cmd := exec.Command(env.bed.Kubectl, append([]string{"--kubeconfig", n.srv.Kubeconfig(), "-n", n.ns}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
