@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
@@ -26,5 +25,3 @@ func listerGet[T any](inf cache.SharedIndexInformer, namespace, name string, gr 
 	}
 	return t, nil
 }
-
-func metav1CreateOptions() metav1.CreateOptions { return metav1.CreateOptions{} }

@@ -10,6 +10,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -98,12 +99,15 @@ func (o *Objects) Run(ctx context.Context) {
 }
 
 // namespace returns the namespace's informers, starting them the first
-// time, and waits for them to have listed once.
+// time, and waits (at most SyncTimeout) for Run to have started and for
+// them to have listed once.
 func (o *Objects) namespace(ctx context.Context, namespace string) (*nsObjects, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.cfg.SyncTimeout)
+	defer cancel()
 	select {
 	case <-o.running:
-	default:
-		return nil, fmt.Errorf("objects of namespace %s: not running yet", namespace)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("objects of namespace %s: not running: %w", namespace, ctx.Err())
 	}
 	o.mu.Lock()
 	ns, ok := o.namespaces[namespace]
@@ -121,8 +125,6 @@ func (o *Objects) namespace(ctx context.Context, namespace string) (*nsObjects, 
 	if ns.configMaps.HasSynced() && ns.secrets.HasSynced() {
 		return ns, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.cfg.SyncTimeout)
-	defer cancel()
 	if !cache.WaitForCacheSync(ctx.Done(), ns.configMaps.HasSynced, ns.secrets.HasSynced) {
 		return nil, fmt.Errorf("configMaps and secrets of namespace %s: not listed from the apiserver within %v", namespace, o.cfg.SyncTimeout)
 	}
@@ -166,7 +168,7 @@ func (o *Objects) GetServiceAccountToken(ctx context.Context, namespace, name st
 	if cached != nil && now.Before(cached.renewAt) {
 		return cached.tr, nil
 	}
-	tr, err := o.cfg.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req.DeepCopy(), metav1CreateOptions())
+	tr, err := o.cfg.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req.DeepCopy(), metav1.CreateOptions{})
 	if err != nil {
 		if cached != nil && now.Before(cached.expiresAt) {
 			return cached.tr, nil
@@ -177,20 +179,15 @@ func (o *Objects) GetServiceAccountToken(ctx context.Context, namespace, name st
 	life := exp.Sub(now)
 	renew := now.Add(min(time.Duration(float64(life)*tokenRenewFraction), tokenMaxAge))
 	o.mu.Lock()
-	o.tokens[key] = &cachedToken{tr: tr, renewAt: renew, expiresAt: exp}
-	o.mu.Unlock()
-	return tr, nil
-}
-
-// ForgetTokens drops the tokens bound to a pod that is gone.
-func (o *Objects) ForgetTokens(podUID string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	// Tokens of pods that are gone are dropped once they expired.
 	for k, t := range o.tokens {
-		if ref := t.tr.Spec.BoundObjectRef; ref != nil && string(ref.UID) == podUID {
+		if !now.Before(t.expiresAt) {
 			delete(o.tokens, k)
 		}
 	}
+	o.tokens[key] = &cachedToken{tr: tr, renewAt: renew, expiresAt: exp}
+	o.mu.Unlock()
+	return tr, nil
 }
 
 // tokenKey identifies a token request: the account, audiences, expiry and
