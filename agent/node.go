@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
@@ -51,7 +50,8 @@ func newNodeMode(cfg Config, nodeName string) (*nodeMode, error) {
 	rc.QPS = float32(cfg.KubeAPIQPS)
 	rc.Burst = cfg.KubeAPIBurst
 	rc.UserAgent = "minikubelet/" + version.Version + " (" + nodeName + ")"
-	rc.Timeout = 30 * time.Second
+	// No client timeout: it would cut the informers' watches. The node
+	// status and lease loops bound each of their calls instead.
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("apiserver client from --kubeconfig %s: %w", cfg.Kubeconfig, err)

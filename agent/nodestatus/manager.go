@@ -137,11 +137,19 @@ func (m *Manager) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C():
-			if err := m.updateStatus(ctx); err != nil {
+			if err := m.bounded(ctx, m.cfg.StatusUpdateFrequency, m.updateStatus); err != nil {
 				logger.Error(err, "Updating the node's status failed; will retry")
 			}
 		}
 	}
+}
+
+// bounded runs f with a context that ends after d: a call to an apiserver
+// that does not answer must not hold up the next renewal.
+func (m *Manager) bounded(ctx context.Context, d time.Duration, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return f(ctx)
 }
 
 // register creates the Node, or adopts the one that exists, adding the
@@ -375,7 +383,7 @@ func (m *Manager) runLease(ctx context.Context) {
 	retry := 200 * time.Millisecond
 	for {
 		wait := m.cfg.LeaseRenewInterval
-		if err := m.renewLease(ctx); err != nil {
+		if err := m.bounded(ctx, m.cfg.LeaseRenewInterval, m.renewLease); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
