@@ -48,7 +48,7 @@ func TestNodeFlags(t *testing.T) {
 			if cfg.MaxPods != 110 && len(tt.args) == 0 {
 				t.Errorf("max-pods default = %d, want 110", cfg.MaxPods)
 			}
-			if !reflect.DeepEqual(map[string]string(cfg.NodeLabels), tt.wantLabels) && (len(cfg.NodeLabels) > 0 || len(tt.wantLabels) > 0) {
+			if !reflect.DeepEqual(cfg.NodeLabels, tt.wantLabels) && (len(cfg.NodeLabels) > 0 || len(tt.wantLabels) > 0) {
 				t.Errorf("labels = %v, want %v", cfg.NodeLabels, tt.wantLabels)
 			}
 			if !reflect.DeepEqual(cfg.RegisterWithTaints, tt.wantTaints) {
