@@ -81,6 +81,8 @@ type Agent struct {
 	// notifier and firstSyncs serve the service manager (notify.go).
 	notifier   notifier
 	firstSyncs *firstSyncs
+	// node holds node mode's parts (node.go); nil in standalone mode.
+	node *nodeMode
 }
 
 // Deps are what tests may replace; zero values get the real thing.
@@ -115,8 +117,13 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	node, err := newNodeMode(cfg, nodeName)
+	if err != nil {
+		return nil, err
+	}
 	m := metrics.New()
 	return &Agent{
+		node:     node,
 		cfg:      cfg,
 		clock:    deps.Clock,
 		nodeName: nodeName,
@@ -206,6 +213,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		goRun(func(ctx context.Context) { urlSource.Run(ctx, sourceUpdates) })
 	}
+	if a.node != nil {
+		goRun(func(ctx context.Context) { a.node.source.Run(ctx, sourceUpdates) })
+		goRun(a.node.objects.Run)
+	}
 	goRun(func(ctx context.Context) { a.merger.Run(ctx, sourceUpdates, podUpdates) })
 
 	clients, err := cri.Connect(ctx, a.clock, a.cfg.RuntimeEndpoint, a.cfg.RuntimeRequestTimeout)
@@ -235,7 +246,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	// Pod volumes live under <root-dir>/pods; a standalone agent has no
 	// apiserver to serve configMaps, secrets or tokens.
-	podVolumes := volumes.New(volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: nodeAllocatable(a.cfg.RootDir), Clock: a.clock})
+	volumesConfig := volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: nodeAllocatable(a.cfg.RootDir), Clock: a.clock}
+	if a.node != nil {
+		volumesConfig.Objects = a.node.objects
+	}
+	podVolumes := volumes.New(volumesConfig)
 	// Probe results go to the syncLoop; probe workers learn of their
 	// containers from the statuses the status manager stores.
 	probeResults := make(chan prober.Result, probeResultsCap)
@@ -246,15 +261,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		HostIP:  a.hostIP,
 		Observe: func(t prober.Type, r probe.Result, d time.Duration) { a.metrics.ObserveProbe(string(t), r, d) },
 	})
+	statuses := &statusFanout{probes: a.probes.SetPodStatus}
 	statusManager := status.NewManager(status.Config{
 		Clock:       a.clock,
 		HostIP:      a.hostIP,
 		RuntimeName: clients.RuntimeName,
 		Probes:      a.probes,
-		OnStatus:    a.probes.SetPodStatus,
+		OnStatus:    statuses.onStatus,
 	})
+	statuses.manager = statusManager
 	a.status.Store(statusManager)
-	syncer := podworkers.NewSyncer(podworkers.SyncerConfig{
+	syncerConfig := podworkers.SyncerConfig{
 		Runtime:        clients.Runtime,
 		Images:         clients.Images,
 		Cache:          a.cache,
@@ -275,7 +292,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		ImagePullBackOffMax:     5 * time.Minute,
 		Cgroups:                 cg,
 		MemoryCapacity:          a.memoryCapacity,
-	})
+	}
+	if a.node != nil {
+		// configMapKeyRef, secretKeyRef, envFrom and imagePullSecrets.
+		syncerConfig.Objects = a.node.objects
+	}
+	syncer := podworkers.NewSyncer(syncerConfig)
 	a.workers = podworkers.New(podworkers.Config{
 		Syncer:         a.firstSyncs.wrap(syncer),
 		Cache:          a.cache,
@@ -293,6 +315,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	goRun(a.newLogRotation(clients.Runtime).Run)
 	a.nodeShutdown = a.startNodeShutdown(goRun, statusManager)
 	goRun(imageGC.Run)
+	if a.node != nil {
+		a.startNodeMode(goRun, clients, statuses)
+	}
 
 	a.syncLoop(ctx, podUpdates, lifecycle.Watch(), probeResults)
 	logger.Info("Stopping minikubelet; pods keep running")
@@ -348,6 +373,9 @@ func configuredSources(cfg Config) []string {
 	out := []string{sources.File}
 	if cfg.ManifestURL != "" {
 		out = append(out, sources.HTTP)
+	}
+	if cfg.Kubeconfig != "" {
+		out = append(out, sources.API)
 	}
 	return out
 }

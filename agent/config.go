@@ -73,8 +73,6 @@ type Config struct {
 	// ConfigFile is --config: a KubeletConfiguration file whose fields fill
 	// in what the command line leaves out (LoadFile, config_file.go).
 	ConfigFile string
-	// MaxPods is validated; not enforced yet.
-	MaxPods int
 	// ContainerLogMaxSize (a resource quantity such as 10Mi) and
 	// ContainerLogMaxFiles rotate container logs.
 	ContainerLogMaxSize  string
@@ -91,6 +89,8 @@ type Config struct {
 	ImageMinimumGCAge           time.Duration
 	ImageGCPeriod               time.Duration
 	PodInfraContainerImage      string
+	// NodeConfig is node mode's configuration (config_node.go).
+	NodeConfig
 }
 
 // DefaultConfig returns the kubelet's defaults.
@@ -117,7 +117,6 @@ func DefaultConfig() Config {
 		CgroupsPerQOS:               true,
 		CgroupDriver:                cgroups.DriverCgroupfs,
 		CgroupV1BlkioAccounting:     true,
-		MaxPods:                     110,
 		ContainerLogMaxSize:         "10Mi",
 		ContainerLogMaxFiles:        5,
 		ContainerLogMonitorInterval: 10 * time.Second,
@@ -125,6 +124,7 @@ func DefaultConfig() Config {
 		ImageGCLowThresholdPercent:  80,
 		ImageMinimumGCAge:           2 * time.Minute,
 		ImageGCPeriod:               5 * time.Minute,
+		NodeConfig:                  defaultNodeConfig(),
 	}
 }
 
@@ -158,7 +158,6 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ImageGCPeriod, "image-gc-period", c.ImageGCPeriod, "How often image garbage collection checks the image filesystem (also once at start). Not a kubelet flag: the kubelet's period is fixed at 5m.")
 	fs.StringVar(&c.PodInfraContainerImage, "pod-infra-container-image", c.PodInfraContainerImage, "A sandbox image that image garbage collection never removes, besides the runtime's own (pinned by containerd 2.x, read from the CRI config of containerd 1.6). The runtime's config chooses the sandbox image pods get.")
 	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "A KubeletConfiguration file (apiVersion: kubelet.config.k8s.io/v1beta1). Its fields set what the command line does not: a flag given on the command line wins over the file. Fields minikubelet does not implement are named in a warning; a misspelled field or a bad value stops the start.")
-	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "The most pods this node runs (validated; not enforced yet).")
 	fs.StringVar(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "The size, a resource quantity such as 10Mi, at which a container's log is rotated.")
 	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "How many log files a container keeps, at least 2: the current one and rotated ones (the newest plain, older ones gzipped).")
 	fs.DurationVar(&c.ContainerLogMonitorInterval, "container-log-monitor-interval", c.ContainerLogMonitorInterval, "How often running containers' logs are checked against --container-log-max-size (the kubelet's containerLogMonitorInterval).")
@@ -173,6 +172,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "Private key (PEM) of --tls-cert-file.")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA bundle (PEM): a client certificate it signs may use the endpoints served on a non-loopback --address.")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", c.TokenAuthFile, "Bearer tokens that may use the endpoints served on a non-loopback --address, one 'token,user,uid[,groups]' line each (kube-apiserver's format).")
+	c.addNodeFlags(fs)
 }
 
 // serverAuth is how the read-only endpoints authenticate clients.
@@ -251,6 +251,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--manifest-url: %q must be an http:// or https:// URL", c.ManifestURL))
 		}
 	}
+	errs = append(errs, c.validateNode()...)
 	return errors.Join(errs...)
 }
 

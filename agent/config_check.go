@@ -123,7 +123,6 @@ func (c *Config) validateNodeSettings() []error {
 			errs = append(errs, fmt.Errorf("--%s: %w", flag, err))
 		}
 	}
-	add("max-pods", checkMaxPods(c.MaxPods))
 	add("container-log-max-size", checkLogMaxSize(c.ContainerLogMaxSize))
 	add("container-log-max-files", checkLogMaxFiles(c.ContainerLogMaxFiles))
 	add("image-gc-high-threshold", checkPercent(c.ImageGCHighThresholdPercent))

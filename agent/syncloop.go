@@ -62,6 +62,12 @@ func (a *Agent) handlePodUpdate(ctx context.Context, logger klog.Logger, u podco
 		switch u.Op {
 		case podconfig.ADD:
 			a.pods.set(pod)
+			if pod.DeletionTimestamp != nil {
+				// An API pod already being deleted when first seen (the
+				// agent restarted meanwhile): only terminate it.
+				a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod, GracePeriod: pod.DeletionGracePeriodSeconds})
+				continue
+			}
 			a.probes.AddPod(ctx, pod)
 			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Create, Pod: pod})
 		case podconfig.UPDATE:
@@ -94,7 +100,10 @@ func (a *Agent) handlePodUpdate(ctx context.Context, logger klog.Logger, u podco
 // if any.
 func (a *Agent) handlePLEGEvent(ctx context.Context, logger klog.Logger, e *pleg.Event) {
 	pod := a.pods.get(e.ID)
-	if pod == nil {
+	if pod == nil || pod.DeletionTimestamp != nil {
+		// Unknown, or an API pod being deleted that stays known until
+		// the API lets go of it: wake only a worker that exists, never
+		// start one (that would run the pod again).
 		a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Sync, UID: e.ID, MinCacheTime: e.Time})
 		return
 	}
@@ -106,7 +115,7 @@ func (a *Agent) handlePLEGEvent(ctx context.Context, logger klog.Logger, e *pleg
 // result at its sync.
 func (a *Agent) handleProbeResult(ctx context.Context, logger klog.Logger, r prober.Result) {
 	pod := a.pods.get(r.PodUID)
-	if pod == nil {
+	if pod == nil || pod.DeletionTimestamp != nil {
 		return
 	}
 	logger.V(2).Info("Probe result changed", "pod", klog.KObj(pod), "container", r.ContainerName, "containerID", r.ContainerID, "probe", r.Type, "success", r.Success)

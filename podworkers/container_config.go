@@ -18,11 +18,13 @@ type configError struct{ msg string }
 
 func (e *configError) Error() string { return e.msg }
 
-// podEnv is what a container's env may refer to through fieldRef.
+// podEnv is what a container's env may refer to through fieldRef, and
+// the configMaps and secrets of its valueFrom and envFrom.
 type podEnv struct {
 	NodeName string
 	HostIP   string
 	PodIPs   []string
+	Objects  envObjects
 }
 
 // containerOpts is what containerConfig needs besides the pod and the
@@ -105,14 +107,34 @@ func ContainerLogPath(name string, restartCount int) string {
 // makeEnv resolves a container's env in order; each value may refer to the
 // ones before it with $(NAME).
 func makeEnv(pod *v1.Pod, c *v1.Container, penv podEnv) ([]*runtimeapi.KeyValue, error) {
-	if len(c.EnvFrom) > 0 {
-		return nil, &configError{msg: fmt.Sprintf("container %q: envFrom needs an apiserver source; static pods cannot use it", c.Name)}
+	from, err := envFromVars(c, penv.Objects)
+	if err != nil {
+		return nil, &configError{msg: fmt.Sprintf("container %q: %v", c.Name, err)}
 	}
-	out := make([]*runtimeapi.KeyValue, 0, len(c.Env))
+	out := make([]*runtimeapi.KeyValue, 0, len(from)+len(c.Env))
 	vars := map[string]string{}
-	for i, e := range c.Env {
-		value := expand(e.Value, vars)
-		if e.ValueFrom != nil {
+	envs := make([]v1.EnvVar, 0, len(from)+len(c.Env))
+	for _, kv := range from {
+		envs = append(envs, v1.EnvVar{Name: kv[0], Value: kv[1]})
+	}
+	envs = append(envs, c.Env...)
+	for j, e := range envs {
+		i := j - len(from)
+		value := e.Value
+		if i >= 0 {
+			value = expand(e.Value, vars) // envFrom values are not expanded
+		}
+		switch {
+		case e.ValueFrom != nil && (e.ValueFrom.ConfigMapKeyRef != nil || e.ValueFrom.SecretKeyRef != nil):
+			v, ok, err := keyRefValue(e.ValueFrom, penv.Objects)
+			if err != nil {
+				return nil, &configError{msg: fmt.Sprintf("container %q: env[%d] (%s): %v", c.Name, i, e.Name, err)}
+			}
+			if !ok {
+				continue // optional and missing
+			}
+			value = v
+		case e.ValueFrom != nil:
 			v, err := fieldValue(pod, e.ValueFrom, penv)
 			if err != nil {
 				return nil, &configError{msg: fmt.Sprintf("container %q: env[%d] (%s): %v", c.Name, i, e.Name, err)}

@@ -82,7 +82,7 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 	logger.V(2).Info("Pulling image", "pullPolicy", c.ImagePullPolicy, "present", present)
 	start := s.cfg.Clock.Now()
-	ref, err := s.pullImage(ctx, spec, repo, sandboxConfig)
+	ref, err := s.pullImage(ctx, pod, spec, repo, sandboxConfig)
 	if err != nil {
 		if ctx.Err() != nil {
 			// The sync was cancelled (the pod is being killed): no
@@ -102,16 +102,16 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	return imageResult{ref: ref}
 }
 
-// pullImage pulls spec with the node's registry credentials for repo, the
-// image's normalized repository. As the kubelet, it tries each matching
-// credential in turn, most specific first, and pulls anonymously only when
-// none matches.
-func (s *Syncer) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, repo string, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+// pullImage pulls spec with the pod's imagePullSecrets' and then the
+// node's registry credentials for repo, the image's normalized repository.
+// As the kubelet, it tries each matching credential in turn, most specific
+// first, and pulls anonymously only when none matches.
+func (s *Syncer) pullImage(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, repo string, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
 	creds, err := readCredentials(s.cfg.RootDir)
 	if err != nil {
 		return "", err
 	}
-	matched := creds.lookup(repo)
+	matched := append(s.podCredentials(ctx, pod, repo), creds.lookup(repo)...)
 	if len(matched) == 0 {
 		return s.cfg.Images.PullImage(ctx, spec, nil, sandboxConfig)
 	}

@@ -105,6 +105,9 @@ type SyncerConfig struct {
 	// MemoryCapacity is the node's memory in bytes; when set, containers
 	// get the kubelet's OOM score adjustment for their QoS class.
 	MemoryCapacity int64
+	// Objects serves the configMaps and secrets of env valueFrom, envFrom
+	// and imagePullSecrets; nil in standalone mode, where they fail.
+	Objects objectSource
 }
 
 // Syncer does the runtime work of pod workers. It is safe for concurrent
@@ -220,7 +223,7 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 		sandboxID = id
 	}
 	<-images.done
-	penv := podEnv{NodeName: s.cfg.NodeName, HostIP: s.cfg.HostIP}
+	penv := podEnv{NodeName: s.cfg.NodeName, HostIP: s.cfg.HostIP, Objects: readEnvObjects(ctx, s.cfg.Objects, pod)}
 	if needsPodIP(actions.ContainersToStart) {
 		penv.PodIPs = s.sandboxIPs(ctx, sandboxID)
 	}

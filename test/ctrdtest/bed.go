@@ -20,6 +20,12 @@ type Bed struct {
 	CNIBinDir string `json:"cniBinDir"`
 	// Images are OCI layout tarballs imported into every instance.
 	Images []Image `json:"images"`
+	// KubeAPIServer, Kubectl and Etcd are the node-mode tests' apiserver,
+	// kubectl and etcd (test/apitest); empty in a bed prepared before
+	// they were added.
+	KubeAPIServer string `json:"kubeAPIServer,omitempty"`
+	Kubectl       string `json:"kubectl,omitempty"`
+	Etcd          string `json:"etcd,omitempty"`
 }
 
 // Runtime is one containerd build.

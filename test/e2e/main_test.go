@@ -24,6 +24,11 @@ type suite struct {
 	runtimes    []*ctrdtest.Containerd
 	// skip is why the suite does not run, if it does not.
 	skip string
+	// bed and base are the test bed and the directory under which it runs.
+	bed  *ctrdtest.Bed
+	base string
+	// api is the apiserver the node-mode tests share (node_test.go).
+	api sharedAPIServer
 }
 
 var env suite
@@ -69,6 +74,8 @@ func runMain(m *testing.M) int {
 		}
 		defer os.RemoveAll(base)
 	}
+	env.bed, env.base = bed, base
+	defer env.api.stop()
 	env.binary, err = binary(base)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

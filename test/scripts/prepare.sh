@@ -7,13 +7,29 @@
 #      $MINIKUBELET_CACHE/containerd-$CONTAINERD_VERSION/bin (skipped if present);
 #   3. builds the local pause and busybox OCI image tarballs into
 #      $MINIKUBELET_CACHE/images (rebuilt only when their sources change);
-#   4. writes $MINIKUBELET_CACHE/bed.json, read by test/ctrdtest.LoadBed.
+#   4. builds kube-apiserver and kubectl $KUBE_VERSION and etcd $ETCD_VERSION from
+#      the Go module proxy into $MINIKUBELET_CACHE/kube-$KUBE_VERSION/bin and
+#      $MINIKUBELET_CACHE/etcd-$ETCD_VERSION/bin (skipped when their stamp is there;
+#      about 6 minutes cold on 2 cores) for the node-mode tests;
+#   5. writes $MINIKUBELET_CACHE/bed.json, read by test/ctrdtest.LoadBed.
 #
 # Environment: MINIKUBELET_CACHE (default /var/cache/minikubelet), GO (default:
 # go on PATH, else /usr/local/go/bin/go).
 set -euo pipefail
 
 CONTAINERD_VERSION=v2.1.4
+KUBE_VERSION=v1.36.3
+KUBE_STAGING_VERSION=v0.36.3
+ETCD_VERSION=v3.6.8
+# The k8s.io/kubernetes staging modules, each pinned by a replace line (the
+# proxy answers 403 for the v0.0.0 versions k8s.io/kubernetes requires).
+# sample-cli-plugin is left out: the proxy refuses it and nothing needs it.
+KUBE_STAGING=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go
+	cloud-provider cluster-bootstrap code-generator component-base component-helpers
+	controller-manager cri-api cri-client cri-streaming csi-translation-lib
+	dynamic-resource-allocation endpointslice externaljwt kms kube-aggregator
+	kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics mount-utils
+	pod-security-admission sample-apiserver sample-controller streaming)
 PAUSE_REF=localhost/minikubelet/pause:3.10
 BUSYBOX_REF=localhost/minikubelet/busybox:1.35
 PROBE_REF=localhost/minikubelet/probeserver:1.0
@@ -32,6 +48,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SCRIPT="$REPO/test/scripts/prepare.sh"
 CTRD2_DIR="$CACHE/containerd-$CONTAINERD_VERSION"
 IMAGES_DIR="$CACHE/images"
+KUBE_DIR="$CACHE/kube-$KUBE_VERSION"
+ETCD_DIR="$CACHE/etcd-$ETCD_VERSION"
 
 log() { echo "prepare: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -108,6 +126,95 @@ build_containerd2() {
 	log "containerd $CONTAINERD_VERSION ready in $bin"
 }
 
+# build_kube builds kube-apiserver and kubectl at $KUBE_VERSION through a
+# throwaway module that requires k8s.io/kubernetes (never the project's go.mod:
+# depguard bans k8s.io/kubernetes). Skipped when the stamp says it is done.
+build_kube() {
+	local bin="$KUBE_DIR/bin" m
+	if [[ -x "$bin/kube-apiserver" && -x "$bin/kubectl" && "$(cat "$KUBE_DIR/.stamp" 2>/dev/null)" == "$KUBE_VERSION" ]]; then
+		return
+	fi
+	log "building kube-apiserver and kubectl $KUBE_VERSION (about 5.5 minutes cold)"
+	local tmp="$WORK/kube"
+	mkdir -p "$tmp"
+	{
+		echo "module minikubelet.invalid/kubebuild"
+		echo
+		echo "go 1.24"
+		echo
+		echo "require k8s.io/kubernetes $KUBE_VERSION"
+		echo
+		for m in "${KUBE_STAGING[@]}"; do
+			echo "replace k8s.io/$m => k8s.io/$m $KUBE_STAGING_VERSION"
+		done
+	} >"$tmp/go.mod"
+	cat >"$tmp/tools.go" <<-'EOF'
+		//go:build tools
+
+		package tools
+
+		import (
+			_ "k8s.io/kubernetes/cmd/kube-apiserver"
+			_ "k8s.io/kubernetes/cmd/kubectl"
+		)
+	EOF
+	local ld="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION"
+	ld+=" -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
+	ld+=" -X k8s.io/component-base/version.gitMajor=1"
+	ld+=" -X k8s.io/component-base/version.gitMinor=$(echo "$KUBE_VERSION" | cut -d. -f2)"
+	(
+		cd "$tmp"
+		GOFLAGS=-mod=mod GOTOOLCHAIN=local "$GO" mod tidy
+		GOFLAGS=-mod=mod GOTOOLCHAIN=local "$GO" build -trimpath -ldflags "-s -w $ld" -o "$tmp/bin/" \
+			k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+	)
+	for m in kube-apiserver kubectl; do
+		[[ -x "$tmp/bin/$m" ]] || die "kube build produced no $m"
+	done
+	mkdir -p "$KUBE_DIR"
+	rm -rf "$bin"
+	mv "$tmp/bin" "$bin"
+	echo "$KUBE_VERSION" >"$KUBE_DIR/.stamp"
+	log "kube-apiserver $KUBE_VERSION ready in $bin"
+}
+
+# build_etcd builds etcd at $ETCD_VERSION (its server module's root package
+# is the main) through a throwaway module. Skipped when the stamp says done.
+build_etcd() {
+	local bin="$ETCD_DIR/bin"
+	if [[ -x "$bin/etcd" && "$(cat "$ETCD_DIR/.stamp" 2>/dev/null)" == "$ETCD_VERSION" ]]; then
+		return
+	fi
+	log "building etcd $ETCD_VERSION (about 30 s cold)"
+	local tmp="$WORK/etcd"
+	mkdir -p "$tmp"
+	cat >"$tmp/go.mod" <<-EOF
+		module minikubelet.invalid/etcdbuild
+
+		go 1.24
+
+		require go.etcd.io/etcd/server/v3 $ETCD_VERSION
+	EOF
+	cat >"$tmp/tools.go" <<-'EOF'
+		//go:build tools
+
+		package tools
+
+		import _ "go.etcd.io/etcd/server/v3"
+	EOF
+	(
+		cd "$tmp"
+		GOFLAGS=-mod=mod GOTOOLCHAIN=local "$GO" mod tidy
+		GOFLAGS=-mod=mod GOTOOLCHAIN=local "$GO" build -trimpath -ldflags "-s -w" -o "$tmp/bin/etcd" go.etcd.io/etcd/server/v3
+	)
+	[[ -x "$tmp/bin/etcd" ]] || die "etcd build produced no binary"
+	mkdir -p "$ETCD_DIR"
+	rm -rf "$bin"
+	mv "$tmp/bin" "$bin"
+	echo "$ETCD_VERSION" >"$ETCD_DIR/.stamp"
+	log "etcd $ETCD_VERSION ready in $bin"
+}
+
 # images_stamp hashes everything the image tarballs are made from.
 images_stamp() {
 	{
@@ -172,7 +279,10 @@ write_bed() {
 		    {"ref": "$PAUSE_REF", "tar": "$IMAGES_DIR/pause.tar", "role": "pause"},
 		    {"ref": "$BUSYBOX_REF", "tar": "$IMAGES_DIR/busybox.tar", "role": "busybox"},
 		    {"ref": "$PROBE_REF", "tar": "$IMAGES_DIR/probeserver.tar", "role": "probeserver"}
-		  ]
+		  ],
+		  "kubeAPIServer": "$KUBE_DIR/bin/kube-apiserver",
+		  "kubectl": "$KUBE_DIR/bin/kubectl",
+		  "etcd": "$ETCD_DIR/bin/etcd"
 		}
 	EOF
 	chmod 0644 "$tmp"
@@ -194,6 +304,8 @@ main() {
 	GO=$(find_go)
 	build_containerd2
 	build_images
+	build_etcd
+	build_kube
 	write_bed
 	log "bed ready: $CACHE/bed.json"
 }
