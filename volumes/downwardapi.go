@@ -182,4 +182,3 @@ func containerResourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector, allocata
 	}
 	return "", fmt.Errorf("resourceFieldRef %q is not supported: use cpu, memory, ephemeral-storage or hugepages-<size>", ref.Resource)
 }
-
