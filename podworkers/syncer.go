@@ -169,7 +169,11 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 	s.report(pod, status, actions.Waiting)
 
 	syncErr := s.apply(ctx, pod, status, &actions, vols)
-	fresh, err := s.refresh(ctx, pod.UID)
+	// What the sync did reaches the cache even when the pod was killed
+	// meanwhile: else the next sync, the kill's, would have to wait for a
+	// relist that started after now, which in evented mode comes only
+	// with the safety relist (a minute).
+	fresh, err := s.refresh(uncancelled(ctx), pod.UID)
 	if err != nil {
 		// What this sync did is not in the cache: the next sync must wait
 		// for a relist that started after now.
@@ -263,13 +267,13 @@ func (s *Syncer) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.Po
 	if err := os.MkdirAll(s.podDir(pod.UID), 0o750); err != nil {
 		return "", fmt.Errorf("create pod directory: %w", err)
 	}
-	id, err := s.cfg.Runtime.RunPodSandbox(ctx, cfg, "")
-	for tries := 0; err != nil && nameReserved(err) && tries < maxNameReservedTries; tries++ {
+	id, err := s.cfg.Runtime.RunPodSandbox(uncancelled(ctx), cfg, "")
+	for tries := 0; err != nil && nameReserved(err) && tries < maxNameReservedTries && ctx.Err() == nil; tries++ {
 		// containerd keeps the name of a sandbox it could not remove (after
 		// an agent died mid-start) reserved: as the kubelet, move on to the
 		// next attempt number instead of failing on this one forever.
 		cfg.Metadata.Attempt++
-		id, err = s.cfg.Runtime.RunPodSandbox(ctx, cfg, "")
+		id, err = s.cfg.Runtime.RunPodSandbox(uncancelled(ctx), cfg, "")
 	}
 	if err != nil {
 		return "", fmt.Errorf("run sandbox (attempt %d): %w", cfg.Metadata.Attempt, err)
@@ -322,20 +326,28 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, cts containerT
 	if err := addTerminationMessageMount(cfg, s.podDir(pod.UID), c, cts.RestartCount); err != nil {
 		return kubecontainer.Waiting{Reason: "CreateContainerError", Message: err.Error()}, err
 	}
-	id, err := s.cfg.Runtime.CreateContainer(ctx, sandboxID, cfg, sandboxConfig)
-	for tries := 0; err != nil && nameReserved(err) && tries < maxNameReservedTries; tries++ {
+	if err := ctx.Err(); err != nil {
+		return kubecontainer.Waiting{Reason: "ContainerCreating"}, fmt.Errorf("create container %q: %w", c.Name, err)
+	}
+	id, err := s.cfg.Runtime.CreateContainer(uncancelled(ctx), sandboxID, cfg, sandboxConfig)
+	for tries := 0; err != nil && nameReserved(err) && tries < maxNameReservedTries && ctx.Err() == nil; tries++ {
 		// A container the runtime could not remove keeps this name (and
 		// restart count) reserved: count one more restart and retry.
 		cfg.Metadata.Attempt++
 		n := int(cfg.Metadata.Attempt)
 		cfg.Annotations[kubecontainer.AnnotationRestartCount] = strconv.Itoa(n)
 		cfg.LogPath = ContainerLogPath(c.Name, n)
-		id, err = s.cfg.Runtime.CreateContainer(ctx, sandboxID, cfg, sandboxConfig)
+		id, err = s.cfg.Runtime.CreateContainer(uncancelled(ctx), sandboxID, cfg, sandboxConfig)
 	}
 	if err != nil {
 		return kubecontainer.Waiting{Reason: "CreateContainerError", Message: err.Error()}, fmt.Errorf("create container %q: %w", c.Name, err)
 	}
-	if err := s.cfg.Runtime.StartContainer(ctx, id); err != nil {
+	if err := ctx.Err(); err != nil {
+		// Killed meanwhile: a created container runs nothing, and the
+		// termination removes it.
+		return kubecontainer.Waiting{Reason: "ContainerCreating"}, fmt.Errorf("start container %q (%s): %w", c.Name, id, err)
+	}
+	if err := s.cfg.Runtime.StartContainer(uncancelled(ctx), id); err != nil {
 		return kubecontainer.Waiting{Reason: "RunContainerError", Message: err.Error()}, fmt.Errorf("start container %q (%s): %w", c.Name, id, err)
 	}
 	logger.V(2).Info("Started container", "containerID", id, "restartCount", cts.RestartCount)
@@ -370,6 +382,20 @@ func (s *Syncer) removeNeverStarted(ctx context.Context, id string) error {
 		return fmt.Errorf("remove container %s before replacing it: %w", id, err)
 	}
 	return nil
+}
+
+// uncancelled is ctx without its cancellation, for the CRI calls that make
+// runtime objects (RunPodSandbox, CreateContainer, StartContainer): once
+// sent, they run to their end even when the pod is killed meanwhile, and
+// the kill waits for them. containerd 2.1 cancelled in the middle of a
+// StartContainer keeps a container whose task it can neither start nor
+// delete ("cannot delete running task": containerd/containerd#11037), and
+// with it the pod's sandbox, cgroup and directories, for good. The CRI
+// client's per-call timeout (--runtime-request-timeout) still bounds each
+// call. An agent killed by SIGKILL in the middle of a start still cuts the
+// call short; nothing in the agent can prevent that.
+func uncancelled(ctx context.Context) context.Context {
+	return context.WithoutCancel(ctx)
 }
 
 // maxNameReservedTries bounds how many attempt numbers a start skips past
