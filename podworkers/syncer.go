@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/containerd/errdefs"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -59,8 +60,12 @@ type podCgroups interface {
 	// EnsurePod creates the pod's cgroup, or updates its limits;
 	// idempotent.
 	EnsurePod(ctx context.Context, pod *v1.Pod) error
-	// RemovePod removes the pod's cgroup; it fails while processes remain.
+	// RemovePod removes the pod's cgroup; it fails while processes remain,
+	// with an error wrapping errdefs.ErrFailedPrecondition.
 	RemovePod(ctx context.Context, uid types.UID) error
+	// KillPodProcesses kills what is left in the pod's cgroup and returns
+	// the PIDs it killed; only for a pod the runtime holds nothing of.
+	KillPodProcesses(ctx context.Context, uid types.UID) ([]int, error)
 }
 
 // cacheWriter is where the syncer stores the status it reads after acting.
@@ -639,7 +644,7 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, status *kub
 		return SyncResult{StatusTime: fresh.TimeStamp}, err
 	}
 	if s.cfg.Cgroups != nil {
-		if err := s.cfg.Cgroups.RemovePod(ctx, pod.UID); err != nil {
+		if err := s.removePodCgroup(ctx, pod.UID); err != nil {
 			return SyncResult{StatusTime: fresh.TimeStamp}, fmt.Errorf("remove pod cgroup: %w", err)
 		}
 	}
@@ -653,6 +658,32 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, status *kub
 	klog.FromContext(ctx).V(2).Info("Pod removed from the runtime")
 	return SyncResult{StatusTime: fresh.TimeStamp}, nil
 }
+
+// removePodCgroup removes the cgroup of a pod the runtime holds nothing
+// of any more (SyncTerminatedPod has just seen so). A process still in it
+// then is one no one else will ever stop, such as the init process of a
+// sandbox whose RunPodSandbox an agent SIGKILL cut short, which containerd
+// 2.1 forgets without killing it: as the kubelet does before it removes a
+// pod's cgroup, such processes are killed, and the removal tried again.
+func (s *Syncer) removePodCgroup(ctx context.Context, uid types.UID) error {
+	err := s.cfg.Cgroups.RemovePod(ctx, uid)
+	if !errors.Is(err, errdefs.ErrFailedPrecondition) {
+		return err
+	}
+	kctx, cancel := context.WithTimeout(ctx, killStraysTimeout)
+	defer cancel()
+	pids, kerr := s.cfg.Cgroups.KillPodProcesses(kctx, uid)
+	if len(pids) > 0 {
+		klog.FromContext(ctx).Info("Killed processes left in the cgroup of a pod the runtime holds nothing of any more", "pids", pids)
+	}
+	if kerr != nil {
+		return errors.Join(err, kerr)
+	}
+	return s.cfg.Cgroups.RemovePod(ctx, uid)
+}
+
+// killStraysTimeout bounds the wait for killed stray processes to go.
+const killStraysTimeout = 5 * time.Second
 
 // refresh reads the pod's status from the runtime and stores it in the
 // cache, so the next sync sees what this one did without waiting for a
