@@ -22,6 +22,10 @@ type suite struct {
 	// probeserver is test/images/probeserver's reference.
 	probeserver string
 	runtimes    []*ctrdtest.Containerd
+	// bed is the test bed and base the directory its daemons live in;
+	// tests that need a containerd of their own start it there.
+	bed  *ctrdtest.Bed
+	base string
 	// skip is why the suite does not run, if it does not.
 	skip string
 }
@@ -84,6 +88,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	env.runtimes = started
+	env.bed, env.base = bed, base
 	return m.Run()
 }
 
