@@ -38,8 +38,10 @@ type faultScale struct {
 	// churnFor in TestFaultManifestChurn.
 	churnOps int
 	churnFor time.Duration
-	// restarts is how often TestFaultContainerdRestart restarts containerd.
+	// restarts is how often TestFaultContainerdRestart restarts containerd;
+	// before its last start, containerd stays down for longDown more.
 	restarts int
+	longDown time.Duration
 	// flapFor is how long TestFaultHTTPSourceFlapping's server answers
 	// at random.
 	flapFor time.Duration
@@ -47,9 +49,9 @@ type faultScale struct {
 
 var (
 	// shortFaults is what CI runs: about two minutes on two cores.
-	shortFaults = faultScale{name: "short", kills: 3, killPods: 6, churnOps: 150, churnFor: 10 * time.Second, restarts: 1, flapFor: 5 * time.Second}
+	shortFaults = faultScale{name: "short", kills: 3, killPods: 6, churnOps: 150, churnFor: 10 * time.Second, restarts: 1, longDown: 0, flapFor: 5 * time.Second}
 	// fullFaults is issue 10's letter: `make faults`.
-	fullFaults = faultScale{name: "full", kills: 20, killPods: 12, churnOps: 1000, churnFor: 60 * time.Second, restarts: 3, flapFor: 30 * time.Second}
+	fullFaults = faultScale{name: "full", kills: 20, killPods: 12, churnOps: 1000, churnFor: 60 * time.Second, restarts: 3, longDown: 12 * time.Second, flapFor: 30 * time.Second}
 )
 
 // faults returns the scale MINIKUBELET_FAULTS asks for: "full", or the
