@@ -120,8 +120,9 @@ func TestFaultAgentKilledDuringChurn(t *testing.T) {
 		}
 		ctx := context.Background()
 		t0 := time.Now()
-		waitFor(t, 2*time.Minute, "every manifest's pod running its last revision, once", func() (bool, string) {
-			return a.convergedTo(ctx, want, "steady")
+		waitForLogged(t, 2*time.Minute, "every manifest's pod running its last revision, once", func() (bool, string, string) {
+			ok, state := a.convergedTo(ctx, want, "steady")
+			return ok, state, convergenceSummary(state)
 		})
 		t.Logf("converged to %d pods in %v", len(want), time.Since(t0).Round(time.Millisecond))
 		checker.report(t)

@@ -322,14 +322,12 @@ func (a *agent) stuckPods(ctx context.Context) map[string]*runtimeapi.Container 
 
 // waitClean waits until the agent has removed everything of its pods from
 // the host (leftovers is empty) but what containerd keeps of stuck pods
-// (stuckPods), which it logs; it removes nothing itself. What is left is
-// logged as it changes, so that a slow cleanup shows what lingered.
+// (stuckPods), which it logs; it removes nothing itself.
 func (a *agent) waitClean(w *sandboxWatcher, timeout time.Duration) {
 	a.t.Helper()
 	ctx := context.Background()
-	t0, last := time.Now(), ""
 	var stuck map[string]*runtimeapi.Container
-	waitFor(a.t, timeout, "nothing of the node's pods left on the host", func() (bool, string) {
+	waitForLogged(a.t, timeout, "nothing of the node's pods left on the host", func() (bool, string, string) {
 		stuck = a.stuckPods(ctx)
 		var left []string
 		for _, l := range a.leftovers(ctx, w) {
@@ -337,16 +335,27 @@ func (a *agent) waitClean(w *sandboxWatcher, timeout time.Duration) {
 				left = append(left, l.what)
 			}
 		}
-		state := summarize(left)
-		if state != last {
-			a.t.Logf("%v: left: %s", time.Since(t0).Round(time.Millisecond), state)
-			last = state
-		}
-		return len(left) == 0, strings.Join(left, "; ")
+		return len(left) == 0, strings.Join(left, "; "), "left: " + summarize(left)
 	})
 	for uid, c := range stuck {
 		a.t.Logf("containerd keeps container %s of pod %s, which it can neither start nor delete after a StartContainer cut short by the agent's SIGKILL (containerd/containerd#11037); the pod's sandbox, cgroup and directories stay with it, outside the agent's reach, until the bed's teardown", c.Id[:12], uid)
 	}
+}
+
+// waitForLogged is waitFor that also logs, with the time since it began,
+// each new summary cond gives of the state: a slow wait shows what it
+// waited on.
+func waitForLogged(t *testing.T, timeout time.Duration, what string, cond func() (ok bool, state, summary string)) {
+	t.Helper()
+	t0, last := time.Now(), ""
+	waitFor(t, timeout, what, func() (bool, string) {
+		ok, state, summary := cond()
+		if summary != last {
+			t.Logf("%v: %s", time.Since(t0).Round(time.Millisecond), summary)
+			last = summary
+		}
+		return ok, state
+	})
 }
 
 // summarize counts leftovers by kind (their first word), for progress lines.
@@ -521,6 +530,22 @@ func (a *agent) convergedTo(ctx context.Context, want map[string]string, ctr str
 		}
 	}
 	return len(diffs) == 0, strings.Join(diffs, "; ")
+}
+
+// convergenceSummary shortens a convergedTo state to what each pod still
+// lacks, for progress lines.
+func convergenceSummary(state string) string {
+	if state == "" {
+		return "converged"
+	}
+	var parts []string
+	for _, d := range strings.Split(state, "; ") {
+		if i := strings.Index(d, " ip="); i >= 0 {
+			d = d[:i] // "name: phase=X ip=... containers" -> "name: phase=X"
+		}
+		parts = append(parts, d)
+	}
+	return "waiting: " + strings.Join(parts, "; ")
 }
 
 // specEnv returns the value of env var key of container name in cs.
