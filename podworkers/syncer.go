@@ -224,6 +224,7 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 		id, err := s.runSandbox(ctx, pod, sandboxConfig)
 		if err != nil {
 			<-images.done
+			holdForSandbox(actions, err)
 			return err
 		}
 		sandboxID = id
@@ -263,6 +264,17 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 		s.clearWaiting(pod.UID, cts.Container.Name)
 	}
 	return firstErr
+}
+
+// holdForSandbox records why the containers the sync would start wait when
+// their sandbox (or the pod's log or data directory) cannot be made: they
+// stay ContainerCreating, as with the kubelet, and the message says why
+// (where the kubelet says it in a FailedCreatePodSandBox event), such as
+// "create pod log directory: mkdir ...: no space left on device".
+func holdForSandbox(actions *podActions, err error) {
+	for _, cts := range actions.ContainersToStart {
+		actions.Waiting[cts.Container.Name] = kubecontainer.Waiting{Reason: "ContainerCreating", Message: err.Error()}
+	}
 }
 
 func (s *Syncer) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) (string, error) {
@@ -711,13 +723,20 @@ func (s *Syncer) report(pod *v1.Pod, status *kubecontainer.PodStatus, waiting ma
 		}
 	}
 	for name, w := range waiting {
+		if _, failed := merged[name]; failed && w.Reason == "ContainerCreating" && w.Message == "" {
+			// Still being created: the container keeps saying why its
+			// last attempt failed, rather than flickering to a bare
+			// ContainerCreating while the next attempt runs.
+			continue
+		}
 		merged[name] = w
 	}
-	// Remember only the errors; ContainerCreating and back-off are derived
-	// again at every sync.
+	// Remember only the errors (a ContainerCreating with a message is
+	// one: a volume or the sandbox could not be made); a bare
+	// ContainerCreating and back-off are derived again at every sync.
 	keep := map[string]kubecontainer.Waiting{}
 	for name, w := range merged {
-		if w.Reason != "ContainerCreating" && w.Reason != "CrashLoopBackOff" && w.Reason != "PodInitializing" {
+		if (w.Reason != "ContainerCreating" || w.Message != "") && w.Reason != "CrashLoopBackOff" && w.Reason != "PodInitializing" {
 			keep[name] = w
 		}
 	}

@@ -499,12 +499,30 @@ func TestSyncPodSandboxFailure(t *testing.T) {
 	if got := f.changes(); !slices.Equal(got, []string{"RunPodSandbox"}) {
 		t.Errorf("runtime changes = %v", got)
 	}
-	if w := f.status.last(t).waiting["app"]; w.Reason != "ContainerCreating" {
-		t.Errorf("waiting = %+v, want ContainerCreating", w)
+	if w := f.status.last(t).waiting["app"]; w.Reason != "ContainerCreating" || !strings.Contains(w.Message, "cni failed") {
+		t.Errorf("waiting = %+v, want ContainerCreating saying why", w)
 	}
+	// While the next attempt runs, and fails again, the reason stays.
+	f.status.mu.Lock()
+	from := len(f.status.sets)
+	f.status.mu.Unlock()
+	f.rt.InjectError("RunPodSandbox", boom)
+	if _, err := f.sync(t, pod); !errors.Is(err, boom) {
+		t.Fatalf("second SyncPod error = %v, want %v", err, boom)
+	}
+	f.status.mu.Lock()
+	for _, set := range f.status.sets[from:] {
+		if w := set.waiting["app"]; !strings.Contains(w.Message, "cni failed") {
+			t.Errorf("reported during the retry: %+v, want the last failure's reason", w)
+		}
+	}
+	f.status.mu.Unlock()
 	f.mustSync(t, pod)
 	if got := runningNames(f.cached(t, pod)); !slices.Equal(got, []string{"app"}) {
 		t.Errorf("after retry running = %v", got)
+	}
+	if w, ok := f.status.last(t).waiting["app"]; ok {
+		t.Errorf("waiting %+v once the container runs", w)
 	}
 }
 
