@@ -75,63 +75,101 @@ func fillDisk(t *testing.T, dir string) string {
 	return filler
 }
 
-// The agent's --root-dir and --pod-logs-dir on a small filesystem (a tmpfs
-// of 16MiB and 4096 inodes), which then fills up (blocks and inodes). Pods
-// added then cannot start (their pod and log directories, emptyDir volume
-// and termination message file cannot be made): /pods shows why, naming
-// the cause ("no space left on device"), and so does the log. The agent
-// does not crash, not even when it is restarted on the full disk, /healthz
-// stays ok, a pod that runs keeps running (its log cannot grow) and is
-// adopted across the restart, and once space is freed the waiting pods
-// start.
+// stagedPod is diskPod with an init container that runs for a few
+// seconds first: its sandbox and directories exist before the disk fills
+// up, and its main container is created after.
+func stagedPod(name string) string {
+	return fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: %[1]s
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 0
+  initContainers:
+  - name: wait
+    image: %[2]s
+    command: ["sleep", "4"]
+  containers:
+  - name: main
+    image: %[2]s
+    command: ["sh", "-c", "while true; do echo tick; sleep 0.2; done"]
+`, name, env.busybox)
+}
+
+// mountSmallDisk mounts a tmpfs of 16MiB and 4096 inodes at dir. The
+// agent's cleanup unmounts what is under its dir, this too; the cleanup
+// registered here runs after it, should that fail.
+func mountSmallDisk(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=16m,nr_inodes=4096,mode=0755"); err != nil {
+		t.Fatalf("mount a tmpfs at %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("cleanup: unmount %s: %v", dir, err)
+		}
+	})
+}
+
+// waitNoSpace waits until container ctr of the static pod name waits with
+// a message naming a full disk below dir, and returns the waiting state.
+func (a *agent) waitNoSpace(name, ctr, dir string) string {
+	a.t.Helper()
+	var state string
+	waitFor(a.t, time.Minute, name+"'s "+ctr+" waiting, saying the disk is full", func() (bool, string) {
+		p := a.pod(name)
+		if p == nil {
+			return false, "not on /pods"
+		}
+		cs := containerStatus(p, ctr)
+		if cs == nil || cs.State.Waiting == nil {
+			return false, describe(p)
+		}
+		state = cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message
+		return strings.Contains(cs.State.Waiting.Message, "no space left on device") && strings.Contains(cs.State.Waiting.Message, dir), describe(p)
+	})
+	return state
+}
+
+// The agent's --root-dir and --pod-logs-dir each on a small filesystem (a
+// tmpfs of 16MiB and 4096 inodes), which fill up (blocks, then inodes):
+// first the root dir's, then, once it is freed, the logs dir's. Pods that
+// need the full one to start wait, and /pods says why, naming the cause
+// ("no space left on device"): a pod's emptyDir volume, its pod directory,
+// the termination message file of a container created after the disk
+// filled (its pod's init container ran meanwhile), its pod log directory,
+// its container's log directory. The log says it too. The agent does not
+// crash, not even when it is restarted on the full disk, /healthz stays
+// ok, a pod that runs (and logs) keeps running and is adopted across the
+// restart, once space is freed every waiting pod starts, and once their
+// manifests are removed nothing of them is left.
 func TestFaultFullDisk(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
-		var disk string
+		var root, logs string
 		a := startAgentWith(t, rt, agentOptions{beforeLaunch: func(a *agent) {
-			disk = filepath.Join(a.dir, "disk")
-			if err := os.Mkdir(disk, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := syscall.Mount("tmpfs", disk, "tmpfs", 0, "size=16m,nr_inodes=4096,mode=0755"); err != nil {
-				t.Fatalf("mount a tmpfs at %s: %v", disk, err)
-			}
-			// The agent's cleanup unmounts what is under its dir, the
-			// tmpfs too; this one runs after it, should that fail.
-			t.Cleanup(func() {
-				if err := syscall.Unmount(disk, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
-					t.Errorf("cleanup: unmount %s: %v", disk, err)
-				}
-			})
-			a.logsDir = filepath.Join(disk, "logs")
-			a.args = append(a.args, "--root-dir", filepath.Join(disk, "root"), "--pod-logs-dir", a.logsDir)
+			root, logs = filepath.Join(a.dir, "rootfs"), filepath.Join(a.dir, "logsfs")
+			mountSmallDisk(t, root)
+			mountSmallDisk(t, logs)
+			a.logsDir = filepath.Join(logs, "pods")
+			a.args = append(a.args, "--root-dir", filepath.Join(root, "minikubelet"), "--pod-logs-dir", a.logsDir)
 		}})
 		a.writeManifest("before.yaml", diskPod("before", true))
 		before := containerStatus(a.waitRunning("before", time.Minute), "main").ContainerID
+		a.writeManifest("staged.yaml", stagedPod("staged"))
+		waitFor(t, time.Minute, "staged's init container running", func() (bool, string) {
+			p := a.pod("staged")
+			if p == nil || len(p.Status.InitContainerStatuses) == 0 {
+				return false, "no init container status"
+			}
+			return p.Status.InitContainerStatuses[0].State.Running != nil, describe(p)
+		})
 
-		filler := fillDisk(t, disk)
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(disk, &st); err == nil {
-			t.Logf("disk full: %d blocks and %d inodes free", st.Bavail, st.Ffree)
-		}
-		a.writeManifest("late.yaml", diskPod("late", true))
-		a.writeManifest("plain.yaml", diskPod("plain", false))
-		for _, name := range []string{"late", "plain"} {
-			waitFor(t, time.Minute, name+" waiting, saying why", func() (bool, string) {
-				p := a.pod(name)
-				if p == nil {
-					return false, "not on /pods"
-				}
-				cs := containerStatus(p, "main")
-				return cs != nil && cs.State.Waiting != nil && strings.Contains(cs.State.Waiting.Message, "no space left on device"), describe(p)
-			})
-			t.Logf("%s: %s", name, describe(a.pod(name)))
-		}
-		if line := a.logLineWith("no space left on device"); line == "" {
-			t.Error("the agent's log does not say the disk is full")
-		}
-
-		// The agent runs on: healthy, the running pod untouched, also
-		// across a restart on the full disk.
+		// The agent runs on: healthy, the running pod untouched.
 		check := func(when string) {
 			t.Helper()
 			holdsFor(t, 2*time.Second, "the agent healthy and the running pod untouched "+when, func() (bool, string) {
@@ -141,16 +179,44 @@ func TestFaultFullDisk(t *testing.T) {
 				return ok, fmt.Sprintf("alive %v, /healthz %d %q %v, before: %v", a.alive(), code, body, err, p)
 			})
 		}
+
+		filler := fillDisk(t, root)
+		a.writeManifest("late.yaml", diskPod("late", true))
+		a.writeManifest("plain.yaml", diskPod("plain", false))
+		for _, w := range [][2]string{{"late", "main"}, {"plain", "main"}, {"staged", "main"}} {
+			t.Logf("root dir full: %s %s: %s", w[0], w[1], a.waitNoSpace(w[0], w[1], root))
+		}
+		if a.logLineWith("no space left on device") == "" {
+			t.Error("the agent's log does not say the disk is full")
+		}
 		check("on the full disk")
 		a.kill()
 		a.restart()
 		a.waitRunning("before", 30*time.Second)
 		check("after a restart on the full disk")
 
+		// The root dir freed, the logs dir full.
 		if err := os.RemoveAll(filler); err != nil {
 			t.Fatal(err)
 		}
-		a.waitRunning("late", time.Minute)
-		a.waitRunning("plain", time.Minute)
+		filler = fillDisk(t, logs)
+		a.writeManifest("late2.yaml", diskPod("late2", false))
+		for _, w := range [][2]string{{"late2", "main"}, {"staged", "main"}} {
+			t.Logf("logs dir full: %s %s: %s", w[0], w[1], a.waitNoSpace(w[0], w[1], logs))
+		}
+		check("on the full logs disk")
+
+		if err := os.RemoveAll(filler); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"late", "plain", "staged", "late2"} {
+			a.waitRunning(name, time.Minute)
+		}
+		// What the failed starts made (a container whose start failed)
+		// goes with the pods.
+		for _, name := range []string{"before", "staged", "late", "plain", "late2"} {
+			a.removeManifest(name + ".yaml")
+		}
+		a.waitClean(nil, time.Minute)
 	})
 }
