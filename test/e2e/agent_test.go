@@ -42,6 +42,8 @@ type agent struct {
 	env      []string
 	exited   chan struct{}
 	client   *http.Client
+	// logFacts follows the log for the fault tests (faults_test.go).
+	logFacts logFacts
 }
 
 // startAgent starts minikubelet against rt. Cleanup stops it and removes

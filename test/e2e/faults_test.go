@@ -7,9 +7,11 @@ package e2e
 // and in its full form under `make faults` (MINIKUBELET_FAULTS=full).
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -297,27 +299,60 @@ func (a *agent) stuckPods(ctx context.Context) map[string]*runtimeapi.Container 
 	if err != nil {
 		return nil
 	}
-	b, err := os.ReadFile(a.logPath)
-	if err != nil {
-		return nil
-	}
-	log := string(b)
+	a.logFacts.follow(a.logPath)
 	out := map[string]*runtimeapi.Container{}
 	for _, c := range containers {
-		if !strings.Contains(log, "cannot delete running task "+c.Id) {
-			continue
-		}
-		cancelledByAgent := false
-		for _, line := range strings.Split(log, "\n") {
-			if strings.Contains(line, "StartContainer") && strings.Contains(line, c.Id) && strings.Contains(line, "context canceled") {
-				cancelledByAgent = true
-			}
-		}
-		if !cancelledByAgent {
+		if a.logFacts.refused[c.Id] && !a.logFacts.cancelled[c.Id] {
 			out[c.Labels["io.kubernetes.pod.uid"]] = c
 		}
 	}
 	return out
+}
+
+// Log lines logFacts looks for.
+var (
+	refusedRe   = regexp.MustCompile(`cannot delete running task ([0-9a-f]{64})`)
+	cancelledRe = regexp.MustCompile(`"StartContainer from runtime service failed" err="rpc error: code = Canceled.* containerID="([0-9a-f]{64})"`)
+)
+
+// logFacts is what the agent's log says of containers, read as the log
+// grows (the tests poll it every 50ms, and the log of a churn runs to
+// megabytes): the containers containerd refused to delete, and those whose
+// StartContainer the agent saw cancelled. Not safe for concurrent use.
+type logFacts struct {
+	offset             int64
+	refused, cancelled map[string]bool
+}
+
+// follow reads the complete lines the log at path gained since the last
+// call.
+func (f *logFacts) follow(path string) {
+	if f.refused == nil {
+		f.refused, f.cancelled = map[string]bool{}, map[string]bool{}
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer file.Close()
+	if _, err := file.Seek(f.offset, io.SeekStart); err != nil {
+		return
+	}
+	b, err := io.ReadAll(file)
+	if err != nil {
+		return
+	}
+	end := bytes.LastIndexByte(b, '\n')
+	if end < 0 {
+		return
+	}
+	f.offset += int64(end + 1)
+	for _, m := range refusedRe.FindAllSubmatch(b[:end], -1) {
+		f.refused[string(m[1])] = true
+	}
+	for _, m := range cancelledRe.FindAllSubmatch(b[:end], -1) {
+		f.cancelled[string(m[1])] = true
+	}
 }
 
 // waitClean waits until the agent has removed everything of its pods from
