@@ -404,10 +404,11 @@ func (s *Syncer) removeNeverStarted(ctx context.Context, id string) error {
 // uncancelled is ctx without its cancellation, for the CRI calls that make
 // runtime objects (RunPodSandbox, CreateContainer, StartContainer): once
 // sent, they run to their end even when the pod is killed meanwhile, and
-// the kill waits for them. containerd 2.1 cancelled in the middle of a
-// StartContainer keeps a container whose task it can neither start nor
-// delete ("cannot delete running task": containerd/containerd#11037), and
-// with it the pod's sandbox, cgroup and directories, for good. The CRI
+// the kill waits for them. containerd (2.1, and 1.6 too when the client
+// goes away) cancelled in the middle of a StartContainer keeps a container
+// whose task it can neither start nor delete ("cannot delete running
+// task": containerd/containerd#11037), and with it the pod's sandbox,
+// cgroup and directories, for good. The CRI
 // client's per-call timeout (--runtime-request-timeout) still bounds each
 // call. An agent killed by SIGKILL in the middle of a start still cuts the
 // call short; nothing in the agent can prevent that.

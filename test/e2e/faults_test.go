@@ -287,12 +287,12 @@ func (a *agent) networkLeftovers(seen map[string]seenSandbox) []leftover {
 
 // stuckPods returns the UIDs of the node's pods that hold a container
 // containerd refuses to delete ("cannot delete running task", as the
-// agent's log shows), with the container. containerd 2.1 leaves such a
-// container when a StartContainer is cut short, which a SIGKILL of the
-// agent does (containerd/containerd#11037): nothing can remove it through
-// CRI, nor so the pod's sandbox, nor what the agent keeps for the pod while
-// the runtime holds anything of it (its cgroup, pod and log directories,
-// volumes). A container whose start the agent itself cancelled (its log
+// agent's log shows), with the container. containerd (1.6 and 2.1 alike,
+// seen here) leaves such a container when a StartContainer is cut short,
+// which a SIGKILL of the agent does (containerd/containerd#11037): nothing
+// can remove it through CRI, nor so the pod's sandbox, nor what the agent
+// keeps for the pod while the runtime holds anything of it (its cgroup,
+// pod and log directories, volumes). A container whose start the agent itself cancelled (its log
 // says so) is the agent's fault and does not count.
 func (a *agent) stuckPods(ctx context.Context) map[string]*runtimeapi.Container {
 	_, containers, err := runtimePods(ctx, a.rt, a.node)
