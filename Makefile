@@ -6,7 +6,7 @@ LDFLAGS := -X github.com/minikubelet/minikubelet/internal/version.Version=$(VERS
 export MINIKUBELET_CACHE ?= /var/cache/minikubelet
 GOLANGCI_LINT_VERSION := v2.15.0
 
-.PHONY: all build prepare run test unit lint bench fuzz clean install uninstall
+.PHONY: all build prepare run test unit lint bench fuzz faults clean install uninstall
 all: build
 
 build: ## bin/minikubelet and the test bed's tools
@@ -27,6 +27,9 @@ unit: ## unit tests only (no runtime needed)
 
 lint: ## golangci-lint v2 with .golangci.yml
 	bash test/scripts/lint.sh $(GOLANGCI_LINT_VERSION)
+
+faults: prepare build ## the fault suite in full: agent SIGKILLs, containerd restarts, manifest churn, full disk, URL flapping
+	bash test/scripts/faults.sh
 
 bench: prepare build ## the bench report on containerd 2.x: text, bin/bench-report.json, bin/bench-plot.png
 	bash test/scripts/bench.sh

@@ -305,7 +305,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		ResyncInterval: a.cfg.SyncFrequency,
 	})
 	defer a.workers.Wait()
-	a.podDirs = newPodDirCleaner(podVolumes, a.podsInUse)
+	a.podDirs = newPodDirCleaner(podDirCleanerConfig{Dirs: podVolumes, LogsDir: a.cfg.PodLogsDir, InUse: a.podsInUse, Clock: a.clock})
 	goRun(a.podDirs.run)
 	goRun(func(ctx context.Context) { a.cleanupCgroups(ctx, cg) })
 	lifecycle := a.newPLEG(clients)

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
@@ -17,12 +18,14 @@ type orphanCleaner interface {
 }
 
 // podDirCleaner removes, off the syncLoop (DESIGN.md rule 1), what a crash
-// or an earlier agent left under <root-dir>/pods: directories and mounts
-// of pods that no source, no worker and nothing in the runtime refers to.
-// A pod's own worker removes its directory when it terminates the pod;
-// this is the housekeeping that catches the rest.
+// or an earlier agent left under <root-dir>/pods and --pod-logs-dir:
+// directories and mounts of pods that no source, no worker and nothing in
+// the runtime refers to. A pod's own worker removes its directories when
+// it terminates the pod; this is the housekeeping that catches the rest.
 type podDirCleaner struct {
 	dirs orphanCleaner
+	// logs removes the log directories of pods not in use.
+	logs podLogDirs
 	// inUse returns the pods whose directories must stay.
 	inUse func() map[types.UID]bool
 	// kick wakes run. Capacity 1: requests made while a cleanup runs
@@ -31,8 +34,24 @@ type podDirCleaner struct {
 	kick chan struct{}
 }
 
-func newPodDirCleaner(dirs orphanCleaner, inUse func() map[types.UID]bool) *podDirCleaner {
-	return &podDirCleaner{dirs: dirs, inUse: inUse, kick: make(chan struct{}, 1)}
+// podDirCleanerConfig configures a podDirCleaner.
+type podDirCleanerConfig struct {
+	// Dirs removes <root-dir>/pods/<uid> of the pods not in use.
+	Dirs orphanCleaner
+	// LogsDir is --pod-logs-dir; "" leaves log directories alone.
+	LogsDir string
+	// InUse returns the pods whose directories must stay.
+	InUse func() map[types.UID]bool
+	Clock clock.PassiveClock
+}
+
+func newPodDirCleaner(cfg podDirCleanerConfig) *podDirCleaner {
+	return &podDirCleaner{
+		dirs:  cfg.Dirs,
+		logs:  podLogDirs{dir: cfg.LogsDir, clock: cfg.Clock},
+		inUse: cfg.InUse,
+		kick:  make(chan struct{}, 1),
+	}
 }
 
 // request asks for a cleanup; it never blocks.
@@ -55,6 +74,9 @@ func (c *podDirCleaner) run(ctx context.Context) {
 		inUse := c.inUse()
 		if err := c.dirs.CleanupOrphans(klog.NewContext(ctx, logger), func(uid types.UID) bool { return inUse[uid] }); err != nil && ctx.Err() == nil {
 			logger.Error(err, "Cleaning up the directories of gone pods failed; will retry at the next housekeeping")
+		}
+		if err := c.logs.cleanup(klog.NewContext(ctx, logger), c.inUse); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Cleaning up the log directories of gone pods failed; will retry at the next housekeeping")
 		}
 	}
 }

@@ -33,7 +33,7 @@ func TestPodDirCleaner(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	rec := &recordingCleaner{dirs: []types.UID{"a", "b", "c"}, runs: make(chan []types.UID, 4)}
 	inUse := map[types.UID]bool{"b": true}
-	c := newPodDirCleaner(rec, func() map[types.UID]bool { return inUse })
+	c := newPodDirCleaner(podDirCleanerConfig{Dirs: rec, InUse: func() map[types.UID]bool { return inUse }})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

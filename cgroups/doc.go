@@ -42,7 +42,8 @@
 //
 //   - A cgroup that holds a process is never removed: RemovePod and
 //     Cleanup leave it and report errdefs.ErrFailedPrecondition, and the
-//     caller tries again later. Removal covers every hierarchy mounted
+//     caller tries again later. Only KillPodProcesses kills what is in a
+//     pod's cgroups, for a pod the runtime holds nothing of any more. Removal covers every hierarchy mounted
 //     (on a hybrid host, the v2 one where runc also makes cgroups),
 //     deepest first.
 //   - The manager writes only below Config.Root.

@@ -76,9 +76,9 @@ func removeRealTree(t testing.TB, root string) {
 
 // TestManagerRealCgroups drives a Manager on the host's real hierarchies,
 // below a root of its own: limits land in the kernel's files, Stats reads
-// a process in the pod's cgroup, RemovePod refuses while it runs and
-// removes the cgroup from every hierarchy (the hybrid host's v2 one too)
-// once it is gone, and Cleanup removes a leftover.
+// a process in the pod's cgroup, RemovePod refuses while it runs,
+// KillPodProcesses kills it, RemovePod then removes the cgroup from every
+// hierarchy (the hybrid host's v2 one too), and Cleanup removes a leftover.
 func TestManagerRealCgroups(t *testing.T) {
 	root := realRoot(t)
 	_, ctx := ktesting.NewTestContext(t)
@@ -155,8 +155,20 @@ func TestManagerRealCgroups(t *testing.T) {
 	if !m.exists(podPath) {
 		t.Fatalf("RemovePod removed a cgroup that holds a process")
 	}
-	_ = cmd.Process.Kill()
-	<-exited
+	// The runtime knows nothing of the pod any more: its stray process is
+	// killed.
+	killed, err := m.KillPodProcesses(ctx, g.UID)
+	if err != nil || len(killed) != 1 || killed[0] != cmd.Process.Pid {
+		t.Fatalf("KillPodProcesses = %v, %v; want [%d]", killed, err, cmd.Process.Pid)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed process did not exit")
+	}
+	if killed, err := m.KillPodProcesses(ctx, g.UID); err != nil || len(killed) != 0 {
+		t.Errorf("KillPodProcesses with nothing left = %v, %v; want nothing", killed, err)
+	}
 	if err := m.RemovePod(ctx, g.UID); err != nil {
 		t.Fatalf("RemovePod once the process is gone: %v", err)
 	}

@@ -3,23 +3,29 @@ package podworkers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/containerd/errdefs"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 )
 
 // fakeCgroups records what the syncer asks of the pod's cgroup, and which
-// runtime calls had been made by then.
+// runtime calls had been made by then. strays are processes in the pod's
+// cgroup: RemovePod refuses while there are any, KillPodProcesses kills
+// them.
 type fakeCgroups struct {
 	mu        sync.Mutex
 	rt        *spyRuntime
 	ensured   [][]string // the runtime's mutating calls before each EnsurePod
 	removed   []types.UID
+	killed    []types.UID
+	strays    []int
 	ensureErr error
 	removeErr error
 }
@@ -49,8 +55,20 @@ func (f *fakeCgroups) RemovePod(_ context.Context, uid types.UID) error {
 	if f.removeErr != nil {
 		return f.removeErr
 	}
+	if len(f.strays) > 0 {
+		return fmt.Errorf("cgroup of %s still holds processes %v: %w", uid, f.strays, errdefs.ErrFailedPrecondition)
+	}
 	f.removed = append(f.removed, uid)
 	return nil
+}
+
+func (f *fakeCgroups) KillPodProcesses(_ context.Context, uid types.UID) ([]int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.killed = append(f.killed, uid)
+	pids := f.strays
+	f.strays = nil
+	return pids, nil
 }
 
 func withCgroups(f *syncerFixture, memory int64) *fakeCgroups {
@@ -148,5 +166,31 @@ func TestSyncTerminatedPodRemovesCgroup(t *testing.T) {
 	}
 	if !slices.Equal(cg.removed, []types.UID{pod.UID}) {
 		t.Errorf("RemovePod calls = %v, want [%s]", cg.removed, pod.UID)
+	}
+	if len(cg.killed) != 0 {
+		t.Errorf("processes killed for an error other than busy cgroups: %v", cg.killed)
+	}
+}
+
+// Processes left in the cgroup of a pod the runtime holds nothing of (a
+// sandbox's init that containerd forgot) are killed, and the cgroup
+// removed.
+func TestSyncTerminatedPodKillsStrays(t *testing.T) {
+	f := newSyncer(t)
+	f.img.SetFakeImages([]string{"img-app"})
+	cg := withCgroups(f, 0)
+	pod := newPod("web", []string{"app"})
+	f.mustSync(t, pod)
+	f.clock.Step(time.Second)
+	if _, err := f.s.SyncTerminatingPod(f.ctx, pod, f.cached(t, pod), 1); err != nil {
+		t.Fatal(err)
+	}
+	cg.strays = []int{4242}
+	f.clock.Step(time.Second)
+	if _, err := f.s.SyncTerminatedPod(f.ctx, pod, f.cached(t, pod)); err != nil {
+		t.Fatalf("SyncTerminatedPod: %v", err)
+	}
+	if !slices.Equal(cg.killed, []types.UID{pod.UID}) || !slices.Equal(cg.removed, []types.UID{pod.UID}) {
+		t.Errorf("killed %v, removed %v; want the pod's cgroup emptied, then removed", cg.killed, cg.removed)
 	}
 }

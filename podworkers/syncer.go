@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/containerd/errdefs"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -59,8 +60,12 @@ type podCgroups interface {
 	// EnsurePod creates the pod's cgroup, or updates its limits;
 	// idempotent.
 	EnsurePod(ctx context.Context, pod *v1.Pod) error
-	// RemovePod removes the pod's cgroup; it fails while processes remain.
+	// RemovePod removes the pod's cgroup; it fails while processes remain,
+	// with an error wrapping errdefs.ErrFailedPrecondition.
 	RemovePod(ctx context.Context, uid types.UID) error
+	// KillPodProcesses kills what is left in the pod's cgroup and returns
+	// the PIDs it killed; only for a pod the runtime holds nothing of.
+	KillPodProcesses(ctx context.Context, uid types.UID) ([]int, error)
 }
 
 // cacheWriter is where the syncer stores the status it reads after acting.
@@ -172,7 +177,11 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 	s.report(pod, status, actions.Waiting)
 
 	syncErr := s.apply(ctx, pod, status, &actions, vols)
-	fresh, err := s.refresh(ctx, pod.UID)
+	// What the sync did reaches the cache even when the pod was killed
+	// meanwhile: else the next sync, the kill's, would have to wait for a
+	// relist that started after now, which in evented mode comes only
+	// with the safety relist (a minute).
+	fresh, err := s.refresh(uncancelled(ctx), pod.UID)
 	if err != nil {
 		// What this sync did is not in the cache: the next sync must wait
 		// for a relist that started after now.
@@ -218,6 +227,7 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 		id, err := s.runSandbox(ctx, pod, sandboxConfig)
 		if err != nil {
 			<-images.done
+			holdForSandbox(actions, err)
 			return err
 		}
 		sandboxID = id
@@ -259,6 +269,17 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 	return firstErr
 }
 
+// holdForSandbox records why the containers the sync would start wait when
+// their sandbox (or the pod's log or data directory) cannot be made: they
+// stay ContainerCreating, as with the kubelet, and the message says why
+// (where the kubelet says it in a FailedCreatePodSandBox event), such as
+// "create pod log directory: mkdir ...: no space left on device".
+func holdForSandbox(actions *podActions, err error) {
+	for _, cts := range actions.ContainersToStart {
+		actions.Waiting[cts.Container.Name] = kubecontainer.Waiting{Reason: "ContainerCreating", Message: err.Error()}
+	}
+}
+
 func (s *Syncer) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) (string, error) {
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", fmt.Errorf("create pod log directory: %w", err)
@@ -266,13 +287,13 @@ func (s *Syncer) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.Po
 	if err := os.MkdirAll(s.podDir(pod.UID), 0o750); err != nil {
 		return "", fmt.Errorf("create pod directory: %w", err)
 	}
-	id, err := s.cfg.Runtime.RunPodSandbox(ctx, cfg, "")
-	for tries := 0; err != nil && nameReserved(err) && tries < maxNameReservedTries; tries++ {
+	id, err := s.cfg.Runtime.RunPodSandbox(uncancelled(ctx), cfg, "")
+	for tries := 0; err != nil && nameReserved(err) && tries < maxNameReservedTries && ctx.Err() == nil; tries++ {
 		// containerd keeps the name of a sandbox it could not remove (after
 		// an agent died mid-start) reserved: as the kubelet, move on to the
 		// next attempt number instead of failing on this one forever.
 		cfg.Metadata.Attempt++
-		id, err = s.cfg.Runtime.RunPodSandbox(ctx, cfg, "")
+		id, err = s.cfg.Runtime.RunPodSandbox(uncancelled(ctx), cfg, "")
 	}
 	if err != nil {
 		return "", fmt.Errorf("run sandbox (attempt %d): %w", cfg.Metadata.Attempt, err)
@@ -325,20 +346,28 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, cts containerT
 	if err := addTerminationMessageMount(cfg, s.podDir(pod.UID), c, cts.RestartCount); err != nil {
 		return kubecontainer.Waiting{Reason: "CreateContainerError", Message: err.Error()}, err
 	}
-	id, err := s.cfg.Runtime.CreateContainer(ctx, sandboxID, cfg, sandboxConfig)
-	for tries := 0; err != nil && nameReserved(err) && tries < maxNameReservedTries; tries++ {
+	if err := ctx.Err(); err != nil {
+		return kubecontainer.Waiting{Reason: "ContainerCreating"}, fmt.Errorf("create container %q: %w", c.Name, err)
+	}
+	id, err := s.cfg.Runtime.CreateContainer(uncancelled(ctx), sandboxID, cfg, sandboxConfig)
+	for tries := 0; err != nil && nameReserved(err) && tries < maxNameReservedTries && ctx.Err() == nil; tries++ {
 		// A container the runtime could not remove keeps this name (and
 		// restart count) reserved: count one more restart and retry.
 		cfg.Metadata.Attempt++
 		n := int(cfg.Metadata.Attempt)
 		cfg.Annotations[kubecontainer.AnnotationRestartCount] = strconv.Itoa(n)
 		cfg.LogPath = ContainerLogPath(c.Name, n)
-		id, err = s.cfg.Runtime.CreateContainer(ctx, sandboxID, cfg, sandboxConfig)
+		id, err = s.cfg.Runtime.CreateContainer(uncancelled(ctx), sandboxID, cfg, sandboxConfig)
 	}
 	if err != nil {
 		return kubecontainer.Waiting{Reason: "CreateContainerError", Message: err.Error()}, fmt.Errorf("create container %q: %w", c.Name, err)
 	}
-	if err := s.cfg.Runtime.StartContainer(ctx, id); err != nil {
+	if err := ctx.Err(); err != nil {
+		// Killed meanwhile: a created container runs nothing, and the
+		// termination removes it.
+		return kubecontainer.Waiting{Reason: "ContainerCreating"}, fmt.Errorf("start container %q (%s): %w", c.Name, id, err)
+	}
+	if err := s.cfg.Runtime.StartContainer(uncancelled(ctx), id); err != nil {
 		return kubecontainer.Waiting{Reason: "RunContainerError", Message: err.Error()}, fmt.Errorf("start container %q (%s): %w", c.Name, id, err)
 	}
 	logger.V(2).Info("Started container", "containerID", id, "restartCount", cts.RestartCount)
@@ -373,6 +402,21 @@ func (s *Syncer) removeNeverStarted(ctx context.Context, id string) error {
 		return fmt.Errorf("remove container %s before replacing it: %w", id, err)
 	}
 	return nil
+}
+
+// uncancelled is ctx without its cancellation, for the CRI calls that make
+// runtime objects (RunPodSandbox, CreateContainer, StartContainer): once
+// sent, they run to their end even when the pod is killed meanwhile, and
+// the kill waits for them. containerd (2.1, and 1.6 too when the client
+// goes away) cancelled in the middle of a StartContainer keeps a container
+// whose task it can neither start nor delete ("cannot delete running
+// task": containerd/containerd#11037), and with it the pod's sandbox,
+// cgroup and directories, for good. The CRI
+// client's per-call timeout (--runtime-request-timeout) still bounds each
+// call. An agent killed by SIGKILL in the middle of a start still cuts the
+// call short; nothing in the agent can prevent that.
+func uncancelled(ctx context.Context) context.Context {
+	return context.WithoutCancel(ctx)
 }
 
 // maxNameReservedTries bounds how many attempt numbers a start skips past
@@ -616,7 +660,7 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, status *kub
 		return SyncResult{StatusTime: fresh.TimeStamp}, err
 	}
 	if s.cfg.Cgroups != nil {
-		if err := s.cfg.Cgroups.RemovePod(ctx, pod.UID); err != nil {
+		if err := s.removePodCgroup(ctx, pod.UID); err != nil {
 			return SyncResult{StatusTime: fresh.TimeStamp}, fmt.Errorf("remove pod cgroup: %w", err)
 		}
 	}
@@ -630,6 +674,32 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, status *kub
 	klog.FromContext(ctx).V(2).Info("Pod removed from the runtime")
 	return SyncResult{StatusTime: fresh.TimeStamp}, nil
 }
+
+// removePodCgroup removes the cgroup of a pod the runtime holds nothing
+// of any more (SyncTerminatedPod has just seen so). A process still in it
+// then is one no one else will ever stop, such as the init process of a
+// sandbox whose RunPodSandbox an agent SIGKILL cut short, which containerd
+// 2.1 forgets without killing it: as the kubelet does before it removes a
+// pod's cgroup, such processes are killed, and the removal tried again.
+func (s *Syncer) removePodCgroup(ctx context.Context, uid types.UID) error {
+	err := s.cfg.Cgroups.RemovePod(ctx, uid)
+	if !errors.Is(err, errdefs.ErrFailedPrecondition) {
+		return err
+	}
+	kctx, cancel := context.WithTimeout(ctx, killStraysTimeout)
+	defer cancel()
+	pids, kerr := s.cfg.Cgroups.KillPodProcesses(kctx, uid)
+	if len(pids) > 0 {
+		klog.FromContext(ctx).Info("Killed processes left in the cgroup of a pod the runtime holds nothing of any more", "pids", pids)
+	}
+	if kerr != nil {
+		return errors.Join(err, kerr)
+	}
+	return s.cfg.Cgroups.RemovePod(ctx, uid)
+}
+
+// killStraysTimeout bounds the wait for killed stray processes to go.
+const killStraysTimeout = 5 * time.Second
 
 // refresh reads the pod's status from the runtime and stores it in the
 // cache, so the next sync sees what this one did without waiting for a
@@ -657,13 +727,20 @@ func (s *Syncer) report(pod *v1.Pod, status *kubecontainer.PodStatus, waiting ma
 		}
 	}
 	for name, w := range waiting {
+		if _, failed := merged[name]; failed && w.Reason == "ContainerCreating" && w.Message == "" {
+			// Still being created: the container keeps saying why its
+			// last attempt failed, rather than flickering to a bare
+			// ContainerCreating while the next attempt runs.
+			continue
+		}
 		merged[name] = w
 	}
-	// Remember only the errors; ContainerCreating and back-off are derived
-	// again at every sync.
+	// Remember only the errors (a ContainerCreating with a message is
+	// one: a volume or the sandbox could not be made); a bare
+	// ContainerCreating and back-off are derived again at every sync.
 	keep := map[string]kubecontainer.Waiting{}
 	for name, w := range merged {
-		if w.Reason != "ContainerCreating" && w.Reason != "CrashLoopBackOff" && w.Reason != "PodInitializing" {
+		if (w.Reason != "ContainerCreating" || w.Message != "") && w.Reason != "CrashLoopBackOff" && w.Reason != "PodInitializing" {
 			keep[name] = w
 		}
 	}

@@ -26,13 +26,15 @@ import (
 
 // spyRuntime is the fake runtime with what the fake does not keep recorded:
 // stop timeouts and container configs. onStart, when set, runs after a
-// successful StartContainer (to let a container exit at once).
+// successful StartContainer (to let a container exit at once); beforeStart
+// runs at the start of StartContainer, with its context.
 type spyRuntime struct {
 	*critest.FakeRuntimeService
-	mu      sync.Mutex
-	stops   map[string]int64
-	created []*runtimeapi.ContainerConfig
-	onStart func(id string)
+	mu          sync.Mutex
+	stops       map[string]int64
+	created     []*runtimeapi.ContainerConfig
+	onStart     func(id string)
+	beforeStart func(ctx context.Context)
 }
 
 var _ runtimeService = (*spyRuntime)(nil)
@@ -51,7 +53,21 @@ func (s *spyRuntime) CreateContainer(ctx context.Context, sandboxID string, cfg 
 	return s.FakeRuntimeService.CreateContainer(ctx, sandboxID, cfg, sbCfg)
 }
 
+// ListPodSandbox fails once ctx is done, as a gRPC call does.
+func (s *spyRuntime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.FakeRuntimeService.ListPodSandbox(ctx, filter)
+}
+
 func (s *spyRuntime) StartContainer(ctx context.Context, id string) error {
+	s.mu.Lock()
+	before := s.beforeStart
+	s.mu.Unlock()
+	if before != nil {
+		before(ctx)
+	}
 	if err := s.FakeRuntimeService.StartContainer(ctx, id); err != nil {
 		return err
 	}
@@ -483,12 +499,64 @@ func TestSyncPodSandboxFailure(t *testing.T) {
 	if got := f.changes(); !slices.Equal(got, []string{"RunPodSandbox"}) {
 		t.Errorf("runtime changes = %v", got)
 	}
-	if w := f.status.last(t).waiting["app"]; w.Reason != "ContainerCreating" {
-		t.Errorf("waiting = %+v, want ContainerCreating", w)
+	if w := f.status.last(t).waiting["app"]; w.Reason != "ContainerCreating" || !strings.Contains(w.Message, "cni failed") {
+		t.Errorf("waiting = %+v, want ContainerCreating saying why", w)
 	}
+	// While the next attempt runs, and fails again, the reason stays.
+	f.status.mu.Lock()
+	from := len(f.status.sets)
+	f.status.mu.Unlock()
+	f.rt.InjectError("RunPodSandbox", boom)
+	if _, err := f.sync(t, pod); !errors.Is(err, boom) {
+		t.Fatalf("second SyncPod error = %v, want %v", err, boom)
+	}
+	f.status.mu.Lock()
+	for _, set := range f.status.sets[from:] {
+		if w := set.waiting["app"]; !strings.Contains(w.Message, "cni failed") {
+			t.Errorf("reported during the retry: %+v, want the last failure's reason", w)
+		}
+	}
+	f.status.mu.Unlock()
 	f.mustSync(t, pod)
 	if got := runningNames(f.cached(t, pod)); !slices.Equal(got, []string{"app"}) {
 		t.Errorf("after retry running = %v", got)
+	}
+	if w, ok := f.status.last(t).waiting["app"]; ok {
+		t.Errorf("waiting %+v once the container runs", w)
+	}
+}
+
+// A pod killed while one of its containers starts: the StartContainer call
+// is not cancelled (containerd 2.1 cancelled mid-start keeps a task it
+// cannot delete), the container it started is left to the termination, the
+// sync creates no further container once it sees the kill, and what it did
+// is in the cache, so that the kill's sync need not wait for a relist.
+func TestSyncPodKilledDuringStart(t *testing.T) {
+	f := newSyncer(t)
+	f.img.SetFakeImages([]string{"img-app", "img-side"})
+	pod := newPod("web", []string{"app", "side"})
+	ctx, kill := context.WithCancel(f.ctx)
+	var startCtxErr error
+	f.rt.mu.Lock()
+	f.rt.beforeStart = func(startCtx context.Context) {
+		kill() // the pod is killed while its first container starts
+		startCtxErr = startCtx.Err()
+	}
+	f.rt.mu.Unlock()
+	f.clock.Step(time.Second)
+	res, err := f.s.SyncPod(ctx, pod, f.cached(t, pod))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("SyncPod error = %v, want context.Canceled", err)
+	}
+	if st := f.cached(t, pod); !res.StatusTime.Equal(st.TimeStamp) || !slices.Equal(runningNames(st), []string{"app"}) {
+		t.Errorf("after the killed sync: StatusTime %v, cache at %v running %v; want the cache to hold what the sync did", res.StatusTime, st.TimeStamp, runningNames(st))
+	}
+	if startCtxErr != nil {
+		t.Errorf("StartContainer's context was cancelled by the kill: %v", startCtxErr)
+	}
+	want := []string{"RunPodSandbox", "CreateContainer", "StartContainer"}
+	if got := f.changes(); !slices.Equal(got, want) {
+		t.Errorf("runtime changes = %v, want %v (nothing more after the kill)", got, want)
 	}
 }
 

@@ -59,6 +59,8 @@ type Containerd struct {
 	bed     *Bed
 	timings Timings
 
+	// mu guards exited and inst.PID, which StartDaemon replaces.
+	mu sync.Mutex
 	// exited is closed by the goroutine that waits for the daemon process,
 	// which ends when the process exits (teardown guarantees it does).
 	exited chan struct{}
@@ -222,13 +224,24 @@ func (c *Containerd) launch() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %q: %w", c.rt.Containerd, err)
 	}
-	c.exited = make(chan struct{})
+	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
-		close(c.exited)
+		close(exited)
 	}()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.exited = exited
 	c.inst.PID = cmd.Process.Pid
 	return c.inst.save()
+}
+
+// exitedCh is closed once the current daemon process has exited; nil
+// before the first launch.
+func (c *Containerd) exitedCh() chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exited
 }
 
 // Endpoint is the CRI endpoint, "unix://<dir>/containerd.sock".
@@ -247,8 +260,13 @@ func (c *Containerd) Dir() string { return c.inst.Dir }
 // LogPath is containerd's log file.
 func (c *Containerd) LogPath() string { return c.inst.logPath() }
 
-// PID is containerd's process ID.
-func (c *Containerd) PID() int { return c.inst.PID }
+// PID is containerd's process ID (of the current process, after a
+// StartDaemon).
+func (c *Containerd) PID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inst.PID
+}
 
 // Bridge is the name of the instance's CNI bridge (created with its first
 // CNI pod).

@@ -25,7 +25,8 @@ const testTimeout = 3 * time.Minute
 // TestBed proves the bed on every runtime in bed.json: a private containerd
 // runs a host-network pod and a CNI pod with a busybox container each, and
 // afterwards neither Stop nor Cleanup (after a simulated crash) leaves a
-// mount, process, netns, bridge or cgroup behind.
+// mount, process, netns, bridge or cgroup behind; a containerd restarted
+// with Restart keeps its containers running and runs new ones.
 func TestBed(t *testing.T) {
 	bed := loadBed(t)
 	for _, rt := range bed.Runtimes {
@@ -33,6 +34,7 @@ func TestBed(t *testing.T) {
 			t.Parallel() // concurrent daemons must not collide
 			t.Run("stop", func(t *testing.T) { testStop(t, bed, rt) })
 			t.Run("cleanup-after-crash", func(t *testing.T) { testCleanupAfterCrash(t, bed, rt) })
+			t.Run("restart", func(t *testing.T) { testRestart(t, bed, rt) })
 		})
 	}
 }
@@ -111,6 +113,40 @@ func testCleanupAfterCrash(t *testing.T, bed *ctrdtest.Bed, rt ctrdtest.Runtime)
 	assertGone(t, gone, netnsBefore)
 }
 
+// testRestart restarts containerd under a running pod: the container runs
+// on (same process), CRI answers again through the same clients, and a new
+// pod runs; Stop then leaves nothing behind.
+func testRestart(t *testing.T, bed *ctrdtest.Bed, rt ctrdtest.Runtime) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	netnsBefore := listDir(t, "/run/netns")
+	c := start(ctx, t, bed, rt)
+	id := runPod(ctx, t, c, bed, "before", false)
+	pid, err := c.ContainerPID(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon := c.PID()
+	t0 := time.Now()
+	if err := c.Restart(ctx); err != nil {
+		t.Fatalf("Restart: %v", err)
+	}
+	t.Logf("%s restarted in %v (pid %d -> %d)", rt.Name, time.Since(t0).Round(time.Millisecond), daemon, c.PID())
+	st, err := c.Runtime().ContainerStatus(ctx, id, false)
+	if err != nil || st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("container %s after the restart: %v, %v", id, st.GetStatus().GetState(), err)
+	}
+	if after, err := c.ContainerPID(ctx, id); err != nil || after != pid {
+		t.Errorf("container process after the restart: %d (%v), was %d", after, err, pid)
+	}
+	runPod(ctx, t, c, bed, "after", true)
+	gone := snapshot(t, c)
+	if err := c.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	assertGone(t, gone, netnsBefore)
+}
+
 // start starts rt under a short base dir and registers Stop as a safety net.
 func start(ctx context.Context, t *testing.T, bed *ctrdtest.Bed, rt ctrdtest.Runtime) *ctrdtest.Containerd {
 	t.Helper()
@@ -137,8 +173,9 @@ func start(ctx context.Context, t *testing.T, bed *ctrdtest.Bed, rt ctrdtest.Run
 }
 
 // runPod runs a sandbox with a busybox container printing "hi" and checks
-// it runs (and, for a CNI pod, got an IP in the instance's subnet).
-func runPod(ctx context.Context, t *testing.T, c *ctrdtest.Containerd, bed *ctrdtest.Bed, name string, hostNetwork bool) {
+// it runs (and, for a CNI pod, got an IP in the instance's subnet); it
+// returns the container's ID.
+func runPod(ctx context.Context, t *testing.T, c *ctrdtest.Containerd, bed *ctrdtest.Bed, name string, hostNetwork bool) string {
 	t.Helper()
 	busybox, err := bed.Image(ctrdtest.RoleBusybox)
 	if err != nil {
@@ -186,6 +223,7 @@ func runPod(ctx context.Context, t *testing.T, c *ctrdtest.Containerd, bed *ctrd
 		checkPodIP(ctx, t, c, podID)
 		checkLoopback(ctx, t, c, ctrID)
 	}
+	return ctrID
 }
 
 // checkLoopback checks containerd brought the pod's lo up (it runs the

@@ -26,7 +26,9 @@
 // directories.
 //
 // Data leaves through CRI: Endpoint names the socket, Runtime and Images are
-// cri-client connections. Stop removes every pod through CRI, then runs the
+// cri-client connections. StopDaemon and StartDaemon (or Restart) restart
+// the daemon alone on the same dirs and socket, its shims and containers
+// running on, for tests of what a client does across a runtime restart. Stop removes every pod through CRI, then runs the
 // same teardown as Cleanup, which needs nothing but state.json and so also
 // works from another process (cmd/bedclean) after the test process died:
 // stop containerd, SIGKILL its shims (only those naming its socket), "runc

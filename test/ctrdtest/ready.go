@@ -34,7 +34,7 @@ func (c *Containerd) poll(ctx context.Context, what string, check func() error) 
 				return fmt.Errorf("%s: %w", what, ctx.Err())
 			}
 			return fmt.Errorf("%s: %w (last: %w); log %s:\n%s", what, ctx.Err(), err, c.inst.logPath(), c.logTail())
-		case <-c.exited:
+		case <-c.exitedCh():
 			return fmt.Errorf("%s: containerd exited; log %s:\n%s", what, c.inst.logPath(), c.logTail())
 		case <-time.After(readyPoll):
 		}
@@ -44,19 +44,12 @@ func (c *Containerd) poll(ctx context.Context, what string, check func() error) 
 // waitReady waits for the socket to accept connections, connects the CRI
 // clients and waits until CRI reports RuntimeReady and NetworkReady.
 func (c *Containerd) waitReady(ctx context.Context, criTimeout time.Duration) error {
-	err := c.poll(ctx, "wait for containerd socket "+c.inst.socket(), func() error {
-		conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "unix", c.inst.socket())
-		if err != nil {
-			return fmt.Errorf("%w: %w", errNotYet, err)
-		}
-		return conn.Close()
-	})
-	if err != nil {
+	if err := c.waitSocket(ctx); err != nil {
 		return err
 	}
 	// The socket answers before the CRI plugin is up: containerd 1.6 then
 	// fails the client's API check with "server is not initialized yet".
-	err = c.poll(ctx, "connect CRI runtime service "+c.Endpoint(), func() error {
+	err := c.poll(ctx, "connect CRI runtime service "+c.Endpoint(), func() error {
 		rs, err := remote.NewRemoteRuntimeService(ctx, c.Endpoint(), criTimeout, nil, false)
 		if err != nil {
 			if strings.Contains(err.Error(), "not initialized yet") {
@@ -74,6 +67,17 @@ func (c *Containerd) waitReady(ctx context.Context, criTimeout time.Duration) er
 		return fmt.Errorf("connect CRI image service %s: %w", c.Endpoint(), err)
 	}
 	return c.poll(ctx, "wait for CRI status ready", func() error { return criReady(ctx, c.runtime) })
+}
+
+// waitSocket waits for the daemon's socket to accept connections.
+func (c *Containerd) waitSocket(ctx context.Context) error {
+	return c.poll(ctx, "wait for containerd socket "+c.inst.socket(), func() error {
+		conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "unix", c.inst.socket())
+		if err != nil {
+			return fmt.Errorf("%w: %w", errNotYet, err)
+		}
+		return conn.Close()
+	})
 }
 
 // criReady checks the RuntimeReady and NetworkReady conditions.

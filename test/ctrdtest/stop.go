@@ -43,11 +43,11 @@ func (c *Containerd) stop(ctx context.Context) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, fmt.Errorf("stat instance record: %w", err))
 	}
-	if c.exited != nil {
+	if exited := c.exitedCh(); exited != nil {
 		select {
-		case <-c.exited:
+		case <-exited:
 		case <-cctx.Done():
-			errs = append(errs, fmt.Errorf("containerd %d of %q not reaped: %w", c.inst.PID, c.inst.Dir, cctx.Err()))
+			errs = append(errs, fmt.Errorf("containerd %d of %q not reaped: %w", c.PID(), c.inst.Dir, cctx.Err()))
 		}
 	}
 	return errors.Join(errs...)
@@ -55,11 +55,12 @@ func (c *Containerd) stop(ctx context.Context) error {
 
 // running reports whether the daemon process has not exited.
 func (c *Containerd) running() bool {
-	if c.exited == nil {
+	exited := c.exitedCh()
+	if exited == nil {
 		return false
 	}
 	select {
-	case <-c.exited:
+	case <-exited:
 		return false
 	default:
 		return true

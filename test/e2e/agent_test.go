@@ -42,6 +42,8 @@ type agent struct {
 	env      []string
 	exited   chan struct{}
 	client   *http.Client
+	// logFacts follows the log for the fault tests (faults_test.go).
+	logFacts logFacts
 }
 
 // startAgent starts minikubelet against rt. Cleanup stops it and removes
@@ -183,8 +185,28 @@ func (a *agent) cleanup() {
 	if a.t.Failed() {
 		if b, err := os.ReadFile(a.logPath); err == nil {
 			a.t.Logf("minikubelet log (%s):\n%s", a.node, tail(string(b), 200))
+			a.keepLog(b)
 		}
 	}
+}
+
+// keepLog copies the whole log of a failed test's agent into
+// $MINIKUBELET_E2E_LOGS, when set, as <test>-<node>.log: the tail in the
+// test's output is often not enough to tell what happened.
+func (a *agent) keepLog(b []byte) {
+	dir := os.Getenv("MINIKUBELET_E2E_LOGS")
+	if dir == "" {
+		return
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(a.t.Name()) + "-" + a.node + ".log"
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		err = os.WriteFile(filepath.Join(dir, name), b, 0o644)
+		if err == nil {
+			a.t.Logf("whole minikubelet log: %s", filepath.Join(dir, name))
+			return
+		}
+	}
+	a.t.Logf("cannot keep the minikubelet log in %s", dir)
 }
 
 // stop sends SIGTERM and waits for the agent to exit.

@@ -8,4 +8,8 @@
 // MINIKUBELET_E2E=required, when the suite fails instead. `make test` sets
 // both. Every test cleans up the sandboxes, containers, files and processes
 // it made, also when it fails.
+//
+// The fault suite (faults_*_test.go, TestFault*) runs in a short form
+// unless MINIKUBELET_FAULTS=full (`make faults`). MINIKUBELET_E2E_LOGS=DIR
+// keeps the whole agent log of every failed test in DIR.
 package e2e

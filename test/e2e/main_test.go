@@ -22,11 +22,12 @@ type suite struct {
 	// probeserver is test/images/probeserver's reference.
 	probeserver string
 	runtimes    []*ctrdtest.Containerd
-	// skip is why the suite does not run, if it does not.
-	skip string
-	// bed and base are the test bed and the directory under which it runs.
+	// bed is the test bed and base the directory its daemons live in;
+	// tests that need a containerd of their own start it there.
 	bed  *ctrdtest.Bed
 	base string
+	// skip is why the suite does not run, if it does not.
+	skip string
 	// api is the apiserver the node-mode tests share (node_test.go).
 	api sharedAPIServer
 }

@@ -5,14 +5,21 @@
 // (a build failure included).
 //
 //	go test -json ./... | go run ./test/testsum
+//
+// With -report, the closing line is preceded by one line per test and
+// subtest, in the order they ended: its result and how long it took; with
+// -notes REGEXP too, each followed by the lines of its output that match
+// REGEXP (the numbers a test logs, say).
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 )
 
@@ -22,6 +29,7 @@ type event struct {
 	Package string
 	Test    string
 	Output  string
+	Elapsed float64
 }
 
 type summary struct {
@@ -29,13 +37,34 @@ type summary struct {
 	pkgFailed               bool
 	// output buffers each running test's output until it ends.
 	output map[string]*strings.Builder
+	// report, when set, collects a line per test that ended, and notes
+	// selects the output lines added under it.
+	report *strings.Builder
+	notes  *regexp.Regexp
 }
 
 func main() {
+	report := flag.Bool("report", false, "print each test's result and duration at the end")
+	notes := flag.String("notes", "", "with -report, also print each test's output lines that match this regexp")
+	flag.Parse()
 	s := &summary{output: map[string]*strings.Builder{}}
+	if *report {
+		s.report = &strings.Builder{}
+	}
+	if *notes != "" {
+		re, err := regexp.Compile(*notes)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testsum: -notes:", err)
+			os.Exit(2)
+		}
+		s.notes = re
+	}
 	if err := s.read(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "testsum:", err)
 		os.Exit(2)
+	}
+	if s.report != nil {
+		fmt.Print(s.report.String())
 	}
 	fmt.Printf("%d passed, %d failed, %d skipped\n", s.passed, s.failed, s.skipped)
 	if s.failed > 0 || s.pkgFailed {
@@ -86,15 +115,35 @@ func (s *summary) handle(e event, w io.Writer) {
 		b.WriteString(e.Output)
 	case "pass":
 		s.passed++
+		s.addReport("ok  ", e)
 		delete(s.output, key)
 	case "skip":
 		s.skipped++
+		s.addReport("skip", e)
 		delete(s.output, key)
 	case "fail":
 		s.failed++
 		if b, ok := s.output[key]; ok {
 			fmt.Fprint(w, b.String())
 		}
+		s.addReport("FAIL", e)
 		delete(s.output, key)
+	}
+}
+
+// addReport adds the line of a test that ended, and its notes.
+func (s *summary) addReport(result string, e event) {
+	if s.report == nil {
+		return
+	}
+	fmt.Fprintf(s.report, "%s %s %.1fs\n", result, e.Test, e.Elapsed)
+	b, ok := s.output[e.Package+" "+e.Test]
+	if s.notes == nil || !ok {
+		return
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if s.notes.MatchString(line) {
+			fmt.Fprintf(s.report, "       %s\n", strings.TrimSpace(line))
+		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -34,5 +35,23 @@ func TestSummary(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "=== RUN   TestA") {
 		t.Errorf("a passing test's output was printed:\n%s", out.String())
+	}
+}
+
+func TestReport(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"run","Package":"p","Test":"TestA"}`,
+		`{"Action":"output","Package":"p","Test":"TestA/x","Output":"    a_test.go:3: converged in 2s\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestA/x","Output":"    a_test.go:4: noise\n"}`,
+		`{"Action":"pass","Package":"p","Test":"TestA/x","Elapsed":2.5}`,
+		`{"Action":"fail","Package":"p","Test":"TestA","Elapsed":3}`,
+	}, "\n")
+	s := &summary{output: map[string]*strings.Builder{}, report: &strings.Builder{}, notes: regexp.MustCompile("converged")}
+	if err := s.read(strings.NewReader(in), &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "ok   TestA/x 2.5s\n       a_test.go:3: converged in 2s\nFAIL TestA 3.0s\n"
+	if got := s.report.String(); got != want {
+		t.Errorf("report:\n%s\nwant:\n%s", got, want)
 	}
 }

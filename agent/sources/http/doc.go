@@ -2,9 +2,11 @@
 // polls one http(s) URL whose body defines this node's static pods, and
 // sends the pods it defines.
 //
-// It owns the fetching of that URL (at once, then every CheckFrequency; the
-// configured headers on every request; a 10s timeout; a body capped at 10
-// MiB, read no further than the cap) and the memory of the last good body,
+// It owns the fetching of that URL (at once, then every CheckFrequency, one
+// fetch at a time on a goroutine of its own, so that a URL that does not
+// answer never holds up the report of the last fetch; the configured
+// headers on every request; a 10s timeout; a body capped at 10 MiB, read no
+// further than the cap) and the memory of the last good body,
 // so that a bad fetch never stops the pods of an earlier good one (DESIGN.md
 // rule 5).
 //

@@ -18,7 +18,8 @@ import (
 	"github.com/minikubelet/minikubelet/agent/sources"
 )
 
-// run is the state of one Source.Run; only its goroutine touches it.
+// run is the state of one Source.Run; only its goroutine touches it (fetch,
+// which runs on a goroutine of its own, reads only the Source).
 type run struct {
 	s      *Source
 	logger klog.Logger
@@ -42,15 +43,21 @@ type run struct {
 	outbox sources.Outbox
 }
 
-// poll fetches the URL once, judges the body unless it is one already
-// judged, logs a new error and makes the resulting snapshot pending. A poll
-// cut short by ctx changes nothing.
-func (r *run) poll(ctx context.Context) {
-	seen := r.s.clock.Now()
-	data, err := r.fetch(ctx)
+// fetchResult is the outcome of one fetch of the URL, begun at seen.
+type fetchResult struct {
+	data []byte
+	err  error
+	seen time.Time
+}
+
+// judgeFetch judges the body of a fetch unless it is one already judged,
+// logs a new error and makes the resulting snapshot pending. A fetch cut
+// short by ctx changes nothing.
+func (r *run) judgeFetch(ctx context.Context, res fetchResult) {
 	if ctx.Err() != nil {
 		return
 	}
+	data, err, seen := res.data, res.err, res.seen
 	if err == nil {
 		h := sha256.Sum256(data)
 		switch {
@@ -68,7 +75,8 @@ func (r *run) poll(ctx context.Context) {
 }
 
 // fetch GETs the URL and returns the body of a 200 answer. It reads at most
-// manifest.MaxSize bytes and one more, to tell a body over the cap.
+// manifest.MaxSize bytes and one more, to tell a body over the cap. It
+// reads only the Source's configuration: it runs on a goroutine of its own.
 func (r *run) fetch(ctx context.Context) ([]byte, error) {
 	req, err := nethttp.NewRequestWithContext(ctx, nethttp.MethodGet, r.s.url, nil)
 	if err != nil {

@@ -88,11 +88,15 @@ func New(cfg Config) (*Source, error) {
 
 // Run polls the URL and sends snapshots to out until ctx is done. The first
 // snapshot is sent right after the first fetch. A send blocks until out
-// takes it, but never stalls the polling: while out is not ready, the URL is
-// still polled and the snapshot waiting to be sent is replaced by the newest
-// one. A fetch under way when ctx is done is cancelled. Run neither owns nor
-// closes out. Call Run once per Source at a time; two concurrent runs would
-// each send their own snapshots.
+// takes it, but never stalls the polling, and a fetch never holds up a
+// send: a fetch runs on a goroutine of its own (one at a time: a tick
+// while one is under way is skipped), so that the snapshot of the last one
+// goes out while the next one waits for a URL that does not answer (up to
+// the client's timeout); while out is not ready, the snapshot waiting to
+// be sent is replaced by the newest one. A fetch under way when ctx is
+// done is cancelled, and Run returns once it has ended. Run neither owns
+// nor closes out. Call Run once per Source at a time; two concurrent runs
+// would each send their own snapshots.
 func (s *Source) Run(ctx context.Context, out chan<- sources.Update) {
 	logger := klog.FromContext(ctx).WithValues("source", sources.HTTP, "url", s.origin)
 	r := &run{s: s, logger: logger}
@@ -100,7 +104,20 @@ func (s *Source) Run(ctx context.Context, out chan<- sources.Update) {
 	ticker := s.clock.NewTicker(s.checkFrequency)
 	defer ticker.Stop()
 
-	r.poll(ctx)
+	// fetched carries the result of the fetch under way. Buffered (1): the
+	// fetching goroutine, its only writer, never blocks on it, so it ends
+	// with its fetch; read by this loop; never closed.
+	fetched := make(chan fetchResult, 1)
+	inFlight := false
+	startFetch := func() {
+		inFlight = true
+		seen := s.clock.Now()
+		go func() {
+			data, err := r.fetch(ctx)
+			fetched <- fetchResult{data: data, err: err, seen: seen}
+		}()
+	}
+	startFetch()
 	for {
 		// A nil channel disables the send when nothing waits to be sent.
 		var (
@@ -112,11 +129,19 @@ func (s *Source) Run(ctx context.Context, out chan<- sources.Update) {
 		}
 		select {
 		case <-ctx.Done():
+			if inFlight {
+				<-fetched // the fetch is cancelled with ctx
+			}
 			return
+		case res := <-fetched:
+			inFlight = false
+			r.judgeFetch(ctx, res)
 		case sendC <- pending:
 			r.outbox.Sent()
 		case <-ticker.C():
-			r.poll(ctx)
+			if !inFlight {
+				startFetch()
+			}
 		}
 	}
 }

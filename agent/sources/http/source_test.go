@@ -489,3 +489,49 @@ func TestCancelDuringFetch(t *testing.T) {
 		t.Errorf("a cancelled fetch sent an Update: %v", summarize(<-updates))
 	}
 }
+
+// The snapshot of one fetch goes out while the next fetch waits on a URL
+// that does not answer: a fetch never holds up a send. (Were the fetch
+// made on Run's loop, the snapshot would wait for the client's timeout,
+// and then for its turn against the next tick, fetch after fetch.)
+func TestSendWhileFetching(t *testing.T) {
+	srv := &server{answer: answer{status: nethttp.StatusInternalServerError}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	clk := testingclock.NewFakeClock(time.Now())
+	src, err := New(Config{URL: ts.URL, NodeName: node, CheckFrequency: freq, Clock: clk, Client: &nethttp.Client{Timeout: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	updates := make(chan sources.Update) // unbuffered: the test takes each when it wants
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		src.Run(ctx, updates)
+	}()
+	defer func() { cancel(); <-done }()
+	waitRequests := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); srv.requests() < n; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d requests within 5s, want %d", srv.requests(), n)
+			}
+		}
+	}
+	waitRequests(1)
+	// The first fetch's snapshot waits to be sent; the next fetch hangs.
+	srv.set(answer{hang: true})
+	for srv.requests() < 2 {
+		clk.Step(freq)
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case u := <-updates:
+		if got := summarize(u); !strings.Contains(got.err, "500") {
+			t.Errorf("Update = %v, want the 500", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first fetch's snapshot was not sent while the second fetch hangs")
+	}
+}
