@@ -89,11 +89,17 @@ type InvalidError struct {
 	Errs field.ErrorList
 }
 
-// Error lists each problem as `path: reason`, separated by "; ".
+// Error lists each problem as `path: reason`, separated by "; ": at most
+// maxListed of them, a long value quoted only in part.
 func (e *InvalidError) Error() string {
-	msgs := make([]string, 0, len(e.Errs))
-	for _, err := range e.Errs {
+	msgs := make([]string, 0, min(len(e.Errs), maxListed))
+	for _, err := range e.Errs[:min(len(e.Errs), maxListed)] {
+		if s, ok := err.BadValue.(string); ok && len(s) > maxShown {
+			short := *err
+			short.BadValue = elide(s, maxShown)
+			err = &short
+		}
 		msgs = append(msgs, err.Error())
 	}
-	return "invalid pod: " + strings.Join(msgs, "; ")
+	return "invalid pod: " + joinErrors(msgs, len(e.Errs))
 }
