@@ -31,8 +31,15 @@ lint: ## golangci-lint v2 with .golangci.yml
 bench: prepare build ## pod start latency against the raw CRI calls, on containerd 2.x
 	bash test/scripts/bench.sh
 
-fuzz: ## the fuzz targets, 60s each (not part of make test)
-	$(GO) test -run='^$$' -fuzz=FuzzLoad -fuzztime=60s ./agent/manifest/
+# FUZZTIME is how long each fuzz target runs (a duration, or Nx for N execs).
+FUZZTIME ?= 60s
+fuzz: ## every fuzz target of the module, FUZZTIME (60s) each, one after the other (not part of make test)
+	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for target in $$($(GO) test -list '^Fuzz' $$dir | grep '^Fuzz'); do \
+			echo "fuzz: $$target in $$dir for $(FUZZTIME)"; \
+			$(GO) test -run='^$$' -fuzz="^$$target\$$" -fuzztime=$(FUZZTIME) $$dir; \
+		done; \
+	done
 
 # Where make install puts things; DESTDIR prefixes every path (for packaging
 # and tests) and then nothing is reloaded or stopped on this machine.
