@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/json"
@@ -154,8 +155,8 @@ func toJSON(data []byte) ([]byte, error) {
 	if len(trimmed) == 0 {
 		return nil, errEmpty
 	}
-	if trimmed[0] == '{' {
-		return trimmed, nil
+	if bytes.TrimLeft(data, jsonSpace)[0] == '{' {
+		return data, nil // untrimmed, so that error offsets are the file's
 	}
 	var doc []byte
 	decoded := 0
@@ -188,6 +189,17 @@ func toJSON(data []byte) ([]byte, error) {
 	return doc, nil
 }
 
+// jsonSpace is the white space JSON allows between tokens.
+const jsonSpace = " \t\r\n"
+
+// lineColumn returns the line and column (both from 1, the column in
+// characters) of the byte at off in data, or of its end.
+func lineColumn(data []byte, off int) (line, col int) {
+	off = min(max(off, 0), len(data))
+	start := bytes.LastIndexByte(data[:off], '\n') + 1
+	return 1 + bytes.Count(data[:off], []byte{'\n'}), 1 + utf8.RuneCount(data[start:off])
+}
+
 func isNull(js []byte) bool {
 	js = bytes.TrimSpace(js)
 	return len(js) == 0 || string(js) == "null"
@@ -217,7 +229,7 @@ func checkTypeMeta(js []byte, list bool) (string, error) {
 		what, fix = "one Pod or a PodList (apiVersion: v1, kind: Pod or PodList)",
 			`set "kind: Pod" or "kind: PodList" (a manifest URL serves one Pod or a PodList of pods)`
 	}
-	if js[0] != '{' {
+	if bytes.TrimLeft(js, jsonSpace)[0] != '{' {
 		return "", errors.New("manifest is not an object: it must hold " + what)
 	}
 	var tm struct {
@@ -225,6 +237,15 @@ func checkTypeMeta(js []byte, list bool) (string, error) {
 		Kind       string `json:"kind"`
 	}
 	if err := json.UnmarshalCaseSensitivePreserveInts(js, &tm); err != nil {
+		if ok, off := json.SyntaxErrorOffset(err); ok {
+			// The offset is of the byte after the one that is wrong,
+			// unless the document ended too soon.
+			if off > 0 && int(off) < len(js) {
+				off--
+			}
+			line, col := lineColumn(js, int(off))
+			return "", fmt.Errorf("manifest is not valid JSON: line %d, column %d: %s: check the brackets, commas and quotes before it", line, col, elide(err.Error(), maxShown))
+		}
 		return "", fmt.Errorf("decode apiVersion and kind: %w", err)
 	}
 	switch {

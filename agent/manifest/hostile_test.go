@@ -344,7 +344,9 @@ func hostileCases() []hostileCase {
 		{name: "NUL byte (YAML)", data: func() []byte { return yamlPod("web\x00", "", "", "") },
 			wantErr: "control characters are not allowed"},
 		{name: "NUL byte (JSON)", data: func() []byte { return jsonPod("web\x00", "", "", "") },
-			wantErr: "invalid character"},
+			wantErr: `manifest is not valid JSON: line 1, column 56: invalid character '\x00' in string literal`},
+		{name: "JSON cut short", data: func() []byte { return []byte("\n\n  " + string(jsonPod("web", "", "", ""))[:40]) },
+			wantErr: "manifest is not valid JSON: line 3, column 43: unexpected end of JSON input"},
 		{name: "escaped NUL in an env value (JSON)", data: func() []byte {
 			return jsonPod("web", "", "", `,"env":[{"name":"A","value":"x\u0000y"}]`)
 		}, wantErr: `spec.containers[0].env[0].value: Invalid value: "x\x00y": must not contain a NUL character`},

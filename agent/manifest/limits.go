@@ -57,8 +57,7 @@ func checkUTF8(data []byte) error {
 		}
 		off += size
 	}
-	line := 1 + bytes.Count(data[:off], []byte{'\n'})
-	col := 1 + utf8.RuneCount(data[bytes.LastIndexByte(data[:off], '\n')+1:off])
+	line, col := lineColumn(data, off)
 	return fmt.Errorf("manifest is not valid UTF-8: line %d, column %d has the byte 0x%02x: save the file as UTF-8", line, col, data[off])
 }
 
