@@ -253,6 +253,7 @@ func FuzzCheckJSON(f *testing.F) {
 // encoding/json's tokenizer sees it.
 func jsonDepth(data []byte) (int, error) {
 	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.UseNumber() // a number may be too large for a float64
 	depth, deepest := 0, 0
 	for {
 		tok, err := dec.Token()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -205,7 +206,7 @@ func (s *jsonScan) run() error {
 				f.member, f.wantKey = memberName(raw), false
 				f.n++
 				if s.values++; s.values > maxValues {
-					return fmt.Errorf("manifest holds more than %d values (keys and list entries): split it into smaller manifests", maxValues)
+					return errTooManyValues
 				}
 				continue
 			}
@@ -266,6 +267,8 @@ func memberName(raw []byte) string {
 	return name
 }
 
+var errTooManyValues = fmt.Errorf("manifest holds more than %d values (keys and list entries): split it into smaller manifests", maxValues)
+
 // element counts a value that begins in the current array, if it is one.
 func (s *jsonScan) element() error {
 	f := s.top()
@@ -274,7 +277,7 @@ func (s *jsonScan) element() error {
 	}
 	f.n++
 	if s.values++; s.values > maxValues {
-		return fmt.Errorf("manifest holds more than %d values (keys and list entries): split it into smaller manifests", maxValues)
+		return errTooManyValues
 	}
 	switch f.kind {
 	case podArray:
@@ -348,19 +351,10 @@ func (s *jsonScan) scalar(n int) error {
 	if f == nil || f.array || n <= maxQuantityLen {
 		return nil
 	}
-	if !contains(quantityMaps, f.key) && !contains(quantityMembers, f.member) {
+	if !slices.Contains(quantityMaps, f.key) && !slices.Contains(quantityMembers, f.member) {
 		return nil
 	}
 	return fmt.Errorf("%s: the quantity is %d characters long, and a quantity has at most %d (such as 500m, 1.5Gi or 2e9)", s.path(true), n, maxQuantityLen)
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
 
 // path returns the field path of the current position, as validation
@@ -379,7 +373,7 @@ func (s *jsonScan) path(withMember bool) string {
 		}
 	}
 	if f := s.top(); withMember && f != nil && !f.array {
-		if contains(quantityMaps, f.key) {
+		if slices.Contains(quantityMaps, f.key) {
 			b.WriteString("[" + elide(f.member, maxShown) + "]")
 		} else {
 			b.WriteString("." + elide(f.member, maxShown))
