@@ -34,8 +34,15 @@ faults: prepare build ## the fault suite in full: agent SIGKILLs, containerd res
 bench: prepare build ## the bench report on containerd 2.x: text, bin/bench-report.json, bin/bench-plot.png
 	bash test/scripts/bench.sh
 
-fuzz: ## the fuzz targets, 60s each (not part of make test)
-	$(GO) test -run='^$$' -fuzz=FuzzLoad -fuzztime=60s ./agent/manifest/
+# FUZZTIME is how long each fuzz target runs (a duration, or Nx for N execs).
+FUZZTIME ?= 60s
+fuzz: ## every fuzz target of the module, FUZZTIME (60s) each, one after the other (not part of make test)
+	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for target in $$($(GO) test -list '^Fuzz' $$dir | grep '^Fuzz'); do \
+			echo "fuzz: $$target in $$dir for $(FUZZTIME)"; \
+			$(GO) test -run='^$$' -fuzz="^$$target\$$" -fuzztime=$(FUZZTIME) $$dir; \
+		done; \
+	done
 
 # Where make install puts things; DESTDIR prefixes every path (for packaging
 # and tests) and then nothing is reloaded or stopped on this machine.

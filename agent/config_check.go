@@ -44,7 +44,7 @@ func checkIP(s string) error {
 }
 
 func checkEndpoint(s string) error {
-	if !strings.HasPrefix(s, "unix://") && !strings.HasPrefix(s, "/") {
+	if !strings.HasPrefix(s, "unix://") && !strings.HasPrefix(s, "/") || strings.IndexByte(s, 0) >= 0 {
 		return fmt.Errorf("%q must be unix:///path/to/socket", s)
 	}
 	return nil
@@ -58,8 +58,11 @@ func checkManifestURL(s string) error {
 }
 
 func checkAbsolutePath(s string) error {
-	if !strings.HasPrefix(s, "/") {
+	switch {
+	case !strings.HasPrefix(s, "/"):
 		return fmt.Errorf("%q must be an absolute path", s)
+	case strings.IndexByte(s, 0) >= 0:
+		return fmt.Errorf("%q must not contain a NUL character", s)
 	}
 	return nil
 }
@@ -79,13 +82,20 @@ func checkCgroupDriver(s string) error {
 }
 
 func checkCgroupRoot(s string) error {
-	if !strings.HasPrefix(s, "/") {
+	if !strings.HasPrefix(s, "/") || strings.IndexByte(s, 0) >= 0 {
 		return fmt.Errorf("%q must be an absolute cgroup path such as / or /minikubelet", s)
 	}
 	return nil
 }
 
+// maxQuantityLen bounds the text of a quantity: parsing and printing one
+// takes time quadratic in its digits.
+const maxQuantityLen = 64
+
 func checkLogMaxSize(s string) error {
+	if len(s) > maxQuantityLen {
+		return fmt.Errorf("%.20q... is %d characters long, not a size such as 10Mi or 100Ki", s, len(s))
+	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil || q.Sign() <= 0 {
 		return fmt.Errorf("%q is not a positive size such as 10Mi or 100Ki", s)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -15,7 +16,8 @@ import (
 	"k8s.io/klog/v2"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
+
+	"github.com/minikubelet/minikubelet/internal/boundedyaml"
 )
 
 // The config file is the kubelet's: a KubeletConfiguration of this version.
@@ -71,14 +73,42 @@ func fileDefaults() Config {
 	return c
 }
 
+// maxConfigSize is the largest config file read; a KubeletConfiguration
+// is a few kilobytes.
+const maxConfigSize = 1 << 20
+
+// configYAMLLimits bound the work of decoding a config file (see
+// boundedyaml): far above what a KubeletConfiguration of a few hundred
+// fields and feature gates needs.
+var configYAMLLimits = boundedyaml.Limits{MaxIndicators: 20_000, MaxExpanded: maxConfigSize, MaxNodes: 20_000, MaxDepth: 100}
+
 // readConfigFile reads and checks the KubeletConfiguration at path. It
 // returns fileDefaults with the file's fields applied, and the top-level
 // fields of the file that minikubelet ignores, sorted.
 func readConfigFile(path string) (Config, []string, error) {
-	data, err := os.ReadFile(path) //nolint:gosec // G304: the file the user named with --config
+	data, err := readAtMost(path, maxConfigSize)
 	if err != nil {
 		return Config{}, nil, fmt.Errorf("config file: %w (check --config)", err)
 	}
+	if len(data) > maxConfigSize {
+		return Config{}, nil, fmt.Errorf("config file %s: larger than %d bytes; a KubeletConfiguration is a few kilobytes (check --config)", path, maxConfigSize)
+	}
+	return parseConfigFile(path, data)
+}
+
+// readAtMost reads at most limit+1 bytes of the file at path.
+func readAtMost(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path) //nolint:gosec // G304: the file the user named with --config
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit+1))
+}
+
+// parseConfigFile is readConfigFile on data, the content of the file at
+// path.
+func parseConfigFile(path string, data []byte) (Config, []string, error) {
 	kc, top, err := decodeConfig(data)
 	if kc == nil {
 		return Config{}, nil, prefixErrors(path, err)
@@ -92,11 +122,28 @@ func readConfigFile(path string) (Config, []string, error) {
 	return c, ignoredFields(top), nil
 }
 
+// Bounds on the errors reported for a config file: how many lines, and
+// how long each may be.
+const (
+	maxConfigErrors   = 20
+	maxConfigErrorLen = 1024
+)
+
 // prefixErrors puts "config file PATH: " before each of the errors joined
-// (at any depth) in err, one per line.
+// (at any depth) in err, one per line: at most maxConfigErrors of them,
+// each shortened to maxConfigErrorLen bytes (a misspelled field of a
+// megabyte is quoted in part).
 func prefixErrors(path string, err error) error {
+	all := flatten(err)
 	var out []error
-	for _, e := range flatten(err) {
+	for i, e := range all {
+		if i == maxConfigErrors {
+			out = append(out, fmt.Errorf("config file %s: and %d more errors", path, len(all)-i))
+			break
+		}
+		if msg := e.Error(); len(msg) > maxConfigErrorLen {
+			e = fmt.Errorf("%s... (%d bytes)", strings.ToValidUTF8(msg[:maxConfigErrorLen], ""), len(msg))
+		}
 		out = append(out, fmt.Errorf("config file %s: %w", path, e))
 	}
 	return errors.Join(out...)
@@ -123,8 +170,12 @@ func flatten(err error) []error {
 // errors are unknown fields, the decoded configuration is returned with
 // them.
 func decodeConfig(data []byte) (*kubeletconfig.KubeletConfiguration, map[string]json.RawMessage, error) {
-	js, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
+	js, err := boundedyaml.ToJSON(data, configYAMLLimits)
+	var limitErr *boundedyaml.LimitError
+	switch {
+	case errors.As(err, &limitErr):
+		return nil, nil, err
+	case err != nil:
 		// One line, so that every line of the message names the file.
 		return nil, nil, fmt.Errorf("not valid YAML: %s", strings.Join(strings.Fields(err.Error()), " "))
 	}

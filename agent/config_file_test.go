@@ -3,11 +3,13 @@ package agent
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -356,5 +358,81 @@ func TestExampleConfigIsTheDefaults(t *testing.T) {
 	}
 	if want := DefaultConfig(); !reflect.DeepEqual(got, want) {
 		t.Errorf("examples/config.yaml gives\n %+v\nwant the defaults\n %+v", got, want)
+	}
+}
+
+// TestLoadFileHostile feeds config files built to cost time and memory:
+// each is refused with a short error naming the file, quickly and without
+// allocating much more than its size.
+func TestLoadFileHostile(t *testing.T) {
+	bigName := strings.Repeat("x", 512<<10)
+	var aliases strings.Builder
+	aliases.WriteString(header + "staticPodURLHeader:\n  X: [&v " + strings.Repeat("v", 100<<10) + "]\n")
+	for i := range 20 {
+		fmt.Fprintf(&aliases, "  X%d: [*v]\n", i)
+	}
+	var laughs strings.Builder
+	laughs.WriteString(header + "featureGates:\n  l0: &l0 [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&laughs, "  l%d: &l%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*l%d,", i-1), 9), ","))
+	}
+	var unknown strings.Builder
+	unknown.WriteString(header)
+	for i := range 5000 {
+		fmt.Fprintf(&unknown, "field%d: 1\n", i)
+	}
+	tests := []struct {
+		name    string
+		content string
+		want    []string
+	}{
+		{"over 1 MiB", header + "#" + strings.Repeat("x", 1<<20) + "\n", []string{"larger than 1048576 bytes"}},
+		{"a string aliased past 1 MiB", aliases.String(), []string{"aliases (*name) expand it to more than 1048576 bytes"}},
+		{"billion laughs", laughs.String(), []string{"not valid YAML", "excessive aliasing"}},
+		{"10,000 brackets deep", header + "featureGates: " + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + "\n", []string{"nests more than 100 levels deep"}},
+		{"100,000 list entries", header + "featureGates:\n" + strings.Repeat("- x\n", 100000), []string{"keys, list entries and brackets, more than the 20000"}},
+		{"5,000 unknown fields", unknown.String(), []string{`unknown field "field0"`, "more errors"}},
+		{"a misspelled field of 512 KiB", header + bigName + ": 1\n", []string{"not valid YAML"}},
+		{"a misspelled field of 512 KiB (explicit key)", header + "? " + bigName + "\n: 1\n",
+			[]string{`unknown field "xxxx`, "bytes)"}},
+		{"a log size of 100,000 digits", header + "containerLogMaxSize: \"1" + strings.Repeat("0", 100000) + "\"\n",
+			[]string{"containerLogMaxSize:", "100001 characters long"}},
+		{"invalid UTF-8", header + "staticPodPath: /etc/\xff\n", []string{"not valid YAML", "invalid"}},
+		{"NUL", header + "staticPodPath: \"/etc/\\0\"\n", []string{"staticPodPath", "must not contain a NUL character"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			_, _, err := loadWith(t, tt.content)
+			elapsed := time.Since(start)
+			runtime.ReadMemStats(&after)
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%d bytes: %v, %d bytes allocated", len(tt.content), elapsed.Round(time.Millisecond), alloc)
+			if err == nil {
+				t.Fatal("LoadFile succeeded; want an error")
+			}
+			msg := err.Error()
+			t.Logf("error: %.300s", msg)
+			for _, w := range append([]string{"config.yaml"}, tt.want...) {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error does not contain %q: %.2000q", w, msg)
+				}
+			}
+			if lines := strings.Count(msg, "\n") + 1; lines > maxConfigErrors+1 {
+				t.Errorf("error has %d lines, want at most %d", lines, maxConfigErrors+1)
+			}
+			if len(msg) > (maxConfigErrors+1)*(maxConfigErrorLen+200) {
+				t.Errorf("error is %d bytes long", len(msg))
+			}
+			if limit := uint64(50*len(tt.content) + 4<<20); alloc > limit {
+				t.Errorf("allocated %d bytes, want at most %d", alloc, limit)
+			}
+			if elapsed > 20*time.Second {
+				t.Errorf("took %v", elapsed)
+			}
+		})
 	}
 }

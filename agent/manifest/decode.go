@@ -1,17 +1,16 @@
 package manifest
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
+
+	"github.com/minikubelet/minikubelet/internal/boundedyaml"
 )
 
 // MaxSize is the largest manifest Decode accepts, in bytes. Sources reading
@@ -86,13 +85,23 @@ func decodeList(data []byte) (pods []*v1.Pod, isList bool, err error) {
 	return pods, true, nil
 }
 
-// readDocument checks the size of data and returns the one JSON document it
-// holds.
+// readDocument checks the size of data, that it is UTF-8 and within the
+// bounds of limits.go, and returns the one JSON document it holds.
 func readDocument(data []byte) ([]byte, error) {
 	if len(data) > MaxSize {
 		return nil, fmt.Errorf("manifest is larger than %d bytes: a pod manifest must be smaller", MaxSize)
 	}
-	return toJSON(data)
+	if err := checkUTF8(data); err != nil {
+		return nil, err
+	}
+	js, err := toJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkJSON(js); err != nil {
+		return nil, err
+	}
+	return js, nil
 }
 
 // decodePod decodes js, an object of kind Pod, strictly.
@@ -114,10 +123,11 @@ type StrictError struct {
 }
 
 // Error lists each field with its fix, separated by "; ".
+// At most maxListed are listed, each shortened to a few hundred bytes.
 func (e *StrictError) Error() string {
-	msgs := make([]string, 0, len(e.Errs))
-	for _, err := range e.Errs {
-		msg := err.Error()
+	msgs := make([]string, 0, min(len(e.Errs), maxListed))
+	for _, err := range e.Errs[:min(len(e.Errs), maxListed)] {
+		msg := elide(err.Error(), 8*maxShown)
 		switch {
 		case strings.HasPrefix(msg, "unknown field"):
 			msg += ": fix its spelling or remove it"
@@ -126,7 +136,7 @@ func (e *StrictError) Error() string {
 		}
 		msgs = append(msgs, msg)
 	}
-	return strings.Join(msgs, "; ")
+	return joinErrors(msgs, len(e.Errs))
 }
 
 // Unwrap returns the individual field errors.
@@ -138,41 +148,56 @@ var errEmpty = errors.New("manifest is empty: it must hold one Pod (apiVersion: 
 // as it is, so that the strict decoder reports duplicate fields with their
 // path; YAML is split into documents and converted strictly, so that a key
 // set twice in a YAML map is reported (with its line) instead of silently
-// keeping the last value.
+// keeping the last value. Documents of only blank lines and comments are
+// skipped without being decoded.
 func toJSON(data []byte) ([]byte, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return nil, errEmpty
 	}
-	if trimmed[0] == '{' {
-		return trimmed, nil
+	if bytes.TrimLeft(data, jsonSpace)[0] == '{' {
+		return data, nil // untrimmed, so that error offsets are the file's
 	}
 	var doc []byte
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for n := 1; ; n++ {
-		raw, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
+	decoded := 0
+	err := eachYAML(data, func(n int, raw []byte) error {
+		if blankYAML(raw) {
+			return nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("read YAML document %d: %w", n, err)
+		if decoded++; decoded > maxYAMLDocuments {
+			return fmt.Errorf("manifest holds more than %d YAML documents: it must hold one Pod", maxYAMLDocuments)
 		}
-		js, err := yaml.YAMLToJSONStrict(raw)
+		js, err := boundedyaml.ToJSON(raw, yamlLimits)
 		if err != nil {
-			return nil, fmt.Errorf("YAML document %d: %s", n, tidyYAMLError(err))
+			return fmt.Errorf("YAML document %d: %s", n, tidyYAMLError(err))
 		}
 		if isNull(js) {
-			continue
+			return nil
 		}
 		if doc != nil {
-			return nil, errors.New("manifest holds more than one YAML document: put each pod in its own file")
+			return errors.New("manifest holds more than one YAML document: put each pod in its own file")
 		}
 		doc = js
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if doc == nil {
 		return nil, errEmpty
 	}
 	return doc, nil
+}
+
+// jsonSpace is the white space JSON allows between tokens.
+const jsonSpace = " \t\r\n"
+
+// lineColumn returns the line and column (both from 1, the column in
+// characters) of the byte at off in data, or of its end.
+func lineColumn(data []byte, off int) (line, col int) {
+	off = min(max(off, 0), len(data))
+	start := bytes.LastIndexByte(data[:off], '\n') + 1
+	return 1 + bytes.Count(data[:off], []byte{'\n'}), 1 + utf8.RuneCount(data[start:off])
 }
 
 func isNull(js []byte) bool {
@@ -189,9 +214,9 @@ func tidyYAMLError(err error) string {
 	}
 	msg = strings.Replace(strings.Join(lines, " "), "unmarshal errors: ", "", 1)
 	if strings.Contains(msg, "already set in map") {
-		msg += ": remove the duplicate key"
+		msg = elide(msg, 8*maxShown) + ": remove the duplicate key"
 	}
-	return msg
+	return elide(msg, 8*maxShown)
 }
 
 // checkTypeMeta makes sure js is an object of apiVersion v1 and kind Pod,
@@ -204,7 +229,7 @@ func checkTypeMeta(js []byte, list bool) (string, error) {
 		what, fix = "one Pod or a PodList (apiVersion: v1, kind: Pod or PodList)",
 			`set "kind: Pod" or "kind: PodList" (a manifest URL serves one Pod or a PodList of pods)`
 	}
-	if js[0] != '{' {
+	if bytes.TrimLeft(js, jsonSpace)[0] != '{' {
 		return "", errors.New("manifest is not an object: it must hold " + what)
 	}
 	var tm struct {
@@ -212,6 +237,15 @@ func checkTypeMeta(js []byte, list bool) (string, error) {
 		Kind       string `json:"kind"`
 	}
 	if err := json.UnmarshalCaseSensitivePreserveInts(js, &tm); err != nil {
+		if ok, off := json.SyntaxErrorOffset(err); ok {
+			// The offset is of the byte after the one that is wrong,
+			// unless the document ended too soon.
+			if off > 0 && int(off) < len(js) {
+				off--
+			}
+			line, col := lineColumn(js, int(off))
+			return "", fmt.Errorf("manifest is not valid JSON: line %d, column %d: %s: check the brackets, commas and quotes before it", line, col, elide(err.Error(), maxShown))
+		}
 		return "", fmt.Errorf("decode apiVersion and kind: %w", err)
 	}
 	switch {

@@ -5,7 +5,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -75,7 +74,7 @@ func prepare(pod *v1.Pod, in Identity, root *field.Path) field.ErrorList {
 	name := pod.Name
 	ApplyStaticIdentity(pod, in)
 	// The node suffix can make a valid name too long.
-	if msgs := validation.IsDNS1123Subdomain(pod.Name); len(msgs) > 0 {
+	if msgs := isDNS1123Subdomain(pod.Name); len(msgs) > 0 {
 		detail := "with the node name suffix " + pod.Name + ": " + strings.Join(msgs, "; ")
 		return field.ErrorList{field.Invalid(under(root, "metadata").Child("name"), name, detail)}
 	}
@@ -89,11 +88,17 @@ type InvalidError struct {
 	Errs field.ErrorList
 }
 
-// Error lists each problem as `path: reason`, separated by "; ".
+// Error lists each problem as `path: reason`, separated by "; ": at most
+// maxListed of them, a long value quoted only in part.
 func (e *InvalidError) Error() string {
-	msgs := make([]string, 0, len(e.Errs))
-	for _, err := range e.Errs {
+	msgs := make([]string, 0, min(len(e.Errs), maxListed))
+	for _, err := range e.Errs[:min(len(e.Errs), maxListed)] {
+		if s, ok := err.BadValue.(string); ok && len(s) > maxShown {
+			short := *err
+			short.BadValue = elide(s, maxShown)
+			err = &short
+		}
 		msgs = append(msgs, err.Error())
 	}
-	return "invalid pod: " + strings.Join(msgs, "; ")
+	return "invalid pod: " + joinErrors(msgs, len(e.Errs))
 }

@@ -4,8 +4,10 @@ import (
 	"math"
 	"net/netip"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -33,6 +35,7 @@ func validatePod(pod *v1.Pod, root *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateObjectMeta(&pod.ObjectMeta, under(root, "metadata"))...)
 	errs = append(errs, validatePodSpec(&pod.Spec, under(root, "spec"))...)
+	errs = append(errs, validateNoNUL(pod, root)...)
 	return errs
 }
 
@@ -50,16 +53,59 @@ func validateObjectMeta(meta *metav1.ObjectMeta, path *field.Path) field.ErrorLi
 	if meta.Name == "" {
 		errs = append(errs, field.Required(path.Child("name"), "name is required"))
 	} else {
-		for _, msg := range validation.IsDNS1123Subdomain(meta.Name) {
+		for _, msg := range isDNS1123Subdomain(meta.Name) {
 			errs = append(errs, field.Invalid(path.Child("name"), meta.Name, msg))
 		}
 	}
 	if meta.Namespace != "" {
-		for _, msg := range validation.IsDNS1123Label(meta.Namespace) {
+		for _, msg := range isDNS1123Label(meta.Namespace) {
 			errs = append(errs, field.Invalid(path.Child("namespace"), meta.Namespace, msg))
 		}
 	}
+	errs = append(errs, validateLabels(meta.Labels, path.Child("labels"))...)
+	errs = append(errs, validateAnnotations(meta.Annotations, path.Child("annotations"))...)
 	return errs
+}
+
+// validateLabels checks label keys (qualified names: an optional DNS
+// subdomain prefix of at most 253 characters and a name of at most 63) and
+// values (at most 63 characters), as the API server does, in key order.
+func validateLabels(labels map[string]string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range sortedKeys(labels) {
+		for _, msg := range isQualifiedName(k) {
+			errs = append(errs, field.Invalid(path, k, msg))
+		}
+		for _, msg := range isLabelValue(labels[k]) {
+			errs = append(errs, field.Invalid(path, labels[k], msg))
+		}
+	}
+	return errs
+}
+
+// validateAnnotations checks annotation keys (qualified names, in any case)
+// and that keys and values take at most 256 KiB in all, as the API server
+// does, in key order.
+func validateAnnotations(annotations map[string]string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range sortedKeys(annotations) {
+		for _, msg := range isQualifiedName(k, strings.ToLower) {
+			errs = append(errs, field.Invalid(path, k, msg))
+		}
+	}
+	if apivalidation.ValidateAnnotationsSize(annotations) != nil {
+		errs = append(errs, field.TooLong(path, "", apivalidation.TotalAnnotationSizeLimitB))
+	}
+	return errs
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func validatePodSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
@@ -72,6 +118,11 @@ func validatePodSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, validateGracePeriod(spec.TerminationGracePeriodSeconds, path.Child("terminationGracePeriodSeconds"))...)
 	errs = append(errs, validateActiveDeadline(spec.ActiveDeadlineSeconds, path.Child("activeDeadlineSeconds"))...)
 	errs = append(errs, validateDNS(spec, path)...)
+	errs = append(errs, validateResourceList(spec.Overhead, path.Child("overhead"))...)
+	if r := spec.Resources; r != nil {
+		errs = append(errs, validateResourceList(r.Limits, path.Child("resources", "limits"))...)
+		errs = append(errs, validateResourceList(r.Requests, path.Child("resources", "requests"))...)
+	}
 	return errs
 }
 
@@ -141,4 +192,47 @@ func validateDNS(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// The name checks of k8s.io/apimachinery/pkg/util/validation, except that
+// a value over the length limit gets only the length message: the regular
+// expressions behind the others take seconds on a value of megabytes.
+func isDNS1123Subdomain(s string) []string {
+	return lengthFirst(s, validation.DNS1123SubdomainMaxLength, validation.IsDNS1123Subdomain)
+}
+
+func isDNS1123Label(s string) []string {
+	return lengthFirst(s, validation.DNS1123LabelMaxLength, validation.IsDNS1123Label)
+}
+
+func isLabelValue(s string) []string {
+	return lengthFirst(s, validation.LabelValueMaxLength, validation.IsValidLabelValue)
+}
+
+func isPortName(s string) []string { return lengthFirst(s, 15, validation.IsValidPortName) }
+
+func isConfigMapKey(s string) []string {
+	return lengthFirst(s, validation.DNS1123SubdomainMaxLength, validation.IsConfigMapKey)
+}
+
+// isQualifiedName checks a label or annotation key: an optional DNS
+// subdomain prefix and '/', and a name of at most 63 characters; fold, if
+// any, is applied to the key first (annotation keys are checked in lower
+// case).
+func isQualifiedName(s string, fold ...func(string) string) []string {
+	const maxLen = validation.DNS1123SubdomainMaxLength + 1 + validation.LabelValueMaxLength
+	if len(s) > maxLen {
+		return []string{validation.MaxLenError(maxLen) + " (a prefix of at most 253, '/' and a name of at most 63)"}
+	}
+	for _, f := range fold {
+		s = f(s)
+	}
+	return validation.IsQualifiedName(s)
+}
+
+func lengthFirst(s string, maxLen int, check func(string) []string) []string {
+	if len(s) > maxLen {
+		return []string{validation.MaxLenError(maxLen)}
+	}
+	return check(s)
 }

@@ -69,7 +69,7 @@ func validateContainer(c *v1.Container, scope containerScope, path *field.Path) 
 	if c.Name == "" {
 		errs = append(errs, field.Required(path.Child("name"), "name is required"))
 	} else {
-		for _, msg := range validation.IsDNS1123Label(c.Name) {
+		for _, msg := range isDNS1123Label(c.Name) {
 			errs = append(errs, field.Invalid(path.Child("name"), c.Name, msg))
 		}
 	}
@@ -104,7 +104,7 @@ func validatePorts(ports []v1.ContainerPort, path *field.Path) field.ErrorList {
 	for i, p := range ports {
 		idx := path.Index(i)
 		if p.Name != "" {
-			msgs := validation.IsValidPortName(p.Name)
+			msgs := isPortName(p.Name)
 			for _, msg := range msgs {
 				errs = append(errs, field.Invalid(idx.Child("name"), p.Name, msg))
 			}
@@ -158,21 +158,38 @@ func validateHostNetworkPorts(spec *v1.PodSpec, path *field.Path) field.ErrorLis
 // validateResources checks the names and amounts of a container's requests
 // and limits. Only the resources a node without device plugins provides are
 // known: cpu, memory, ephemeral-storage and hugepages-<size>. Huge pages
-// cannot be overcommitted: their request, if any, equals their limit.
+// cannot be overcommitted: their request, if any, equals their limit. Every
+// amount must fit in an int64 (validateQuantityRange), which is checked
+// before any comparison.
 func validateResources(r *v1.ResourceRequirements, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	limPath, reqPath := path.Child("limits"), path.Child("requests")
+	// outOfRange holds the names of the limits too large to compare.
+	outOfRange := map[v1.ResourceName]bool{}
 	for _, name := range sortedNames(r.Limits) {
 		q := r.Limits[name]
-		errs = append(errs, validateResourceName(name, limPath.Key(string(name)))...)
-		errs = append(errs, validateResourceQuantity(q, limPath.Key(string(name)))...)
+		keyPath := limPath.Key(string(name))
+		errs = append(errs, validateResourceName(name, keyPath)...)
+		if e := validateQuantityRange(q, name == v1.ResourceCPU, keyPath); len(e) > 0 {
+			errs = append(errs, e...)
+			outOfRange[name] = true
+			continue
+		}
+		errs = append(errs, validateResourceQuantity(q, keyPath)...)
 	}
 	for _, name := range sortedNames(r.Requests) {
 		q := r.Requests[name]
 		keyPath := reqPath.Key(string(name))
 		errs = append(errs, validateResourceName(name, keyPath)...)
+		if e := validateQuantityRange(q, name == v1.ResourceCPU, keyPath); len(e) > 0 {
+			errs = append(errs, e...)
+			continue
+		}
 		errs = append(errs, validateResourceQuantity(q, keyPath)...)
 		limit, hasLimit := r.Limits[name]
+		if outOfRange[name] {
+			continue
+		}
 		isHugePages := strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
 		switch {
 		case isHugePages && !hasLimit:
@@ -320,7 +337,7 @@ func validateEnvResourceFieldRef(s *v1.ResourceFieldSelector, path *field.Path) 
 	case slices.Contains(envResources(), r),
 		strings.HasPrefix(r, "limits."+v1.ResourceHugePagesPrefix),
 		strings.HasPrefix(r, "requests."+v1.ResourceHugePagesPrefix):
-		return nil
+		return validateDivisor(r, s.Divisor, path.Child("divisor"))
 	}
 	supported := append(envResources(), "limits.hugepages-<size>", "requests.hugepages-<size>")
 	return field.ErrorList{field.NotSupported(path.Child("resource"), r, supported)}
@@ -334,7 +351,7 @@ func validateKeyRef(name, key string, path *field.Path) field.ErrorList {
 	if key == "" {
 		errs = append(errs, field.Required(path.Child("key"), ""))
 	} else {
-		for _, msg := range validation.IsConfigMapKey(key) {
+		for _, msg := range isConfigMapKey(key) {
 			errs = append(errs, field.Invalid(path.Child("key"), key, msg))
 		}
 	}

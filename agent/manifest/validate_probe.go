@@ -181,7 +181,7 @@ func validatePortRef(port intstr.IntOrString, c *v1.Container, path *field.Path)
 			errs = append(errs, field.Invalid(path, port.IntVal, msg))
 		}
 	case intstr.String:
-		msgs := validation.IsValidPortName(port.StrVal)
+		msgs := isPortName(port.StrVal)
 		for _, msg := range msgs {
 			errs = append(errs, field.Invalid(path, port.StrVal, msg))
 		}

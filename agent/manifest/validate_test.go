@@ -351,6 +351,123 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			name: "host path relative",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Volumes = []v1.Volume{
+					{Name: "a", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "srv/data"}}},
+					{Name: "b", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "../etc"}}},
+					{Name: "c", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/"}}},
+				}
+			},
+			want: []string{
+				`spec.volumes[0].hostPath.path: Invalid value: "srv/data": must be an absolute path`,
+				`spec.volumes[1].hostPath.path: Invalid value: "../etc": must be an absolute path`,
+				`spec.volumes[1].hostPath.path: Invalid value: "../etc": must not contain '..'`,
+			},
+		},
+		{
+			name: "downward API files",
+			mutate: func(p *v1.Pod) {
+				items := []v1.DownwardAPIVolumeFile{
+					{Path: "ok/name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}},
+					{Path: "../x"},
+					{Path: "/abs"},
+					{Path: "..data"},
+					{},
+					{Path: "mem", ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1m")}},
+					{Path: "cpu", ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu", Divisor: resource.MustParse("1m")}},
+				}
+				p.Spec.Volumes = []v1.Volume{
+					{Name: "d", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: items}}},
+					{Name: "p", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+						{DownwardAPI: &v1.DownwardAPIProjection{Items: items[1:2]}}}}}},
+				}
+			},
+			want: []string{
+				`spec.volumes[0].downwardAPI.items[1].path: Invalid value: "../x": must not contain '..'`,
+				`spec.volumes[0].downwardAPI.items[1].path: Invalid value: "../x": must not start with '..'`,
+				`spec.volumes[0].downwardAPI.items[2].path: Invalid value: "/abs": must be a relative path`,
+				`spec.volumes[0].downwardAPI.items[3].path: Invalid value: "..data": must not start with '..'`,
+				"spec.volumes[0].downwardAPI.items[4].path: Required value",
+				`spec.volumes[0].downwardAPI.items[5].resourceFieldRef.divisor: Invalid value: "1m": only divisor's values 1, 1k`,
+				`spec.volumes[1].projected.sources[0].downwardAPI.items[0].path: Invalid value: "../x": must not contain '..'`,
+				`spec.volumes[1].projected.sources[0].downwardAPI.items[0].path: Invalid value: "../x": must not start with '..'`,
+			},
+		},
+		{
+			name: "labels and annotations",
+			mutate: func(p *v1.Pod) {
+				p.Labels = map[string]string{"app": "web", "example.com/tier": "front", "Bad Key": "x", "long": strings.Repeat("v", 64)}
+				p.Annotations = map[string]string{"Example.com/Any": strings.Repeat("v", 1000), "a/b/c": ""}
+			},
+			want: []string{
+				`metadata.labels: Invalid value: "Bad Key": name part must consist of alphanumeric characters`,
+				`metadata.labels: Invalid value: "vvvv`,
+				`metadata.annotations: Invalid value: "a/b/c": `,
+			},
+		},
+		{
+			name: "annotations over 256 KiB",
+			mutate: func(p *v1.Pod) {
+				p.Annotations = map[string]string{"a": strings.Repeat("v", 200<<10), "b": strings.Repeat("v", 100<<10)}
+			},
+			want: []string{"metadata.annotations: Too long: may not be more than 262144 bytes"},
+		},
+		{
+			name: "quantities that do not fit in 64 bits",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].Resources = v1.ResourceRequirements{
+					Limits: v1.ResourceList{
+						v1.ResourceCPU:    resource.MustParse("9223372036854775807m"),
+						v1.ResourceMemory: resource.MustParse("9223372036854775808"),
+					},
+					Requests: v1.ResourceList{
+						v1.ResourceCPU:    resource.MustParse("9223372036854776"),
+						v1.ResourceMemory: resource.MustParse("1e999999999"),
+					},
+				}
+				p.Spec.Overhead = v1.ResourceList{v1.ResourceMemory: resource.MustParse("1e19")}
+				p.Spec.Volumes = []v1.Volume{{Name: "e", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: ptr(resource.MustParse("-1"))}}}}
+			},
+			want: []string{
+				`spec.volumes[0].emptyDir.sizeLimit: Invalid value: "-1": must be greater than or equal to 0`,
+				`spec.containers[0].resources.limits[memory]: Invalid value: "9223372036854775808": must be at most 9223372036854775807`,
+				`spec.containers[0].resources.requests[cpu]: Invalid value: "9223372036854776": must be at most`,
+				`spec.containers[0].resources.requests[memory]: Invalid value: "1e999999999": must be at most`,
+				`spec.overhead[memory]: Invalid value: "10e18": must be at most`,
+			},
+		},
+		{
+			name: "NUL characters",
+			mutate: func(p *v1.Pod) {
+				p.Annotations = map[string]string{"a": "x\x00"}
+				p.Spec.Containers[0].Command = []string{"sh", "-c\x00"}
+				p.Spec.Containers[0].Env[0].Value = "\x00"
+				p.Spec.Containers[0].Ports[0].Name = ""
+			},
+			want: []string{
+				`metadata.annotations[a]: Invalid value: "x\x00": must not contain a NUL character`,
+				`spec.containers[0].command[1]: Invalid value: "-c\x00": must not contain a NUL character`,
+				`spec.containers[0].env[0].value: Invalid value: "\x00": must not contain a NUL character`,
+			},
+		},
+		{
+			name: "names far over their limit get only the length message",
+			mutate: func(p *v1.Pod) {
+				p.Name = strings.Repeat("N", 300)
+				p.Spec.Containers[0].Name = strings.Repeat("C", 64)
+			},
+			want: []string{
+				`metadata.name: Invalid value: "NNNN`,
+				`spec.containers[0].name: Invalid value: "CCCC`,
+			},
+		},
+		{
+			name:   "a name of 300 characters gets only the length message",
+			mutate: func(p *v1.Pod) { p.Name = strings.Repeat("N", 300) },
+			want:   []string{`metadata.name: Invalid value: "` + strings.Repeat("N", 300) + `": must be no more than 253 characters`},
+		},
+		{
 			name: "mount of an undeclared volume",
 			mutate: func(p *v1.Pod) {
 				p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "nope", MountPath: "/x"}, {MountPath: "/y"}}

@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -27,7 +26,7 @@ func validateVolumes(volumes []v1.Volume, fldPath *field.Path) (sets.Set[string]
 		case names.Has(v.Name):
 			errs = append(errs, field.Duplicate(idx.Child("name"), v.Name))
 		default:
-			for _, msg := range validation.IsDNS1123Label(v.Name) {
+			for _, msg := range isDNS1123Label(v.Name) {
 				errs = append(errs, field.Invalid(idx.Child("name"), v.Name, msg))
 			}
 		}
@@ -38,8 +37,44 @@ func validateVolumes(volumes []v1.Volume, fldPath *field.Path) (sets.Set[string]
 		if v.HostPath != nil {
 			errs = append(errs, validateHostPath(v.HostPath, idx.Child("hostPath"))...)
 		}
+		if ed := v.EmptyDir; ed != nil && ed.SizeLimit != nil {
+			errs = append(errs, validateQuantity(*ed.SizeLimit, false, idx.Child("emptyDir", "sizeLimit"))...)
+		}
+		if d := v.DownwardAPI; d != nil {
+			errs = append(errs, validateDownwardAPIItems(d.Items, idx.Child("downwardAPI", "items"))...)
+		}
+		if p := v.Projected; p != nil {
+			for j, src := range p.Sources {
+				if src.DownwardAPI != nil {
+					errs = append(errs, validateDownwardAPIItems(src.DownwardAPI.Items, idx.Child("projected", "sources").Index(j).Child("downwardAPI", "items"))...)
+				}
+			}
+		}
 	}
 	return names, errs
+}
+
+// validateDownwardAPIItems checks the files of a downward API volume or
+// projection: each path stays inside the volume (relative, no '..'
+// element, not starting with '..', as the API server requires), and a
+// resource's divisor is one the API server accepts.
+func validateDownwardAPIItems(items []v1.DownwardAPIVolumeFile, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, item := range items {
+		idx := fldPath.Index(i)
+		if item.Path == "" {
+			errs = append(errs, field.Required(idx.Child("path"), ""))
+		} else {
+			errs = append(errs, validateLocalDescendingPath(item.Path, idx.Child("path"))...)
+			if strings.HasPrefix(item.Path, "..") {
+				errs = append(errs, field.Invalid(idx.Child("path"), item.Path, "must not start with '..'"))
+			}
+		}
+		if r := item.ResourceFieldRef; r != nil {
+			errs = append(errs, validateDivisor(r.Resource, r.Divisor, idx.Child("resourceFieldRef", "divisor"))...)
+		}
+	}
+	return errs
 }
 
 // countVolumeTypes counts the volume types set in src. Every field of
@@ -56,11 +91,20 @@ func countVolumeTypes(src *v1.VolumeSource) int {
 	return n
 }
 
+// validateHostPath checks that a hostPath volume names an absolute path
+// without a '..' element, and a known type.
 func validateHostPath(hp *v1.HostPathVolumeSource, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if hp.Path == "" {
+	switch {
+	case hp.Path == "":
 		errs = append(errs, field.Required(fldPath.Child("path"), ""))
-	} else {
+	case !path.IsAbs(hp.Path):
+		// The API server accepts a relative path (for Windows nodes); on
+		// Linux the runtime would resolve it against its own working
+		// directory.
+		errs = append(errs, field.Invalid(fldPath.Child("path"), hp.Path, "must be an absolute path"))
+		errs = append(errs, validateNoBacksteps(hp.Path, fldPath.Child("path"))...)
+	default:
 		errs = append(errs, validateNoBacksteps(hp.Path, fldPath.Child("path"))...)
 	}
 	supported := []v1.HostPathType{

@@ -316,6 +316,11 @@ func TestFirstFetch(t *testing.T) {
 		{name: "body over the cap", answer: answer{body: big}, wantErr: "body is larger than the cap of 10485760 bytes (10 MiB)"},
 		{name: "body over the cap by its length", answer: answer{body: big, contentLength: manifest.MaxSize + 1},
 			wantErr: "body is larger than the cap of 10485760 bytes (10 MiB)"},
+		{name: "PodList of 3,000,000 empty items", answer: answer{body: []byte(`{"apiVersion":"v1","kind":"PodList","items":[` + strings.Repeat("{},", 3e6) + `{}]}`)},
+			wantErr: "body rejected: items: the PodList holds more than 10000 pods"},
+		{name: "a YAML string aliased past MaxSize", answer: answer{body: []byte("apiVersion: v1\nkind: PodList\nitems:\n- &p {metadata: {name: " +
+			strings.Repeat("w", 1<<20) + "}}\n" + strings.Repeat("- *p\n", 11))},
+			wantErr: "body rejected: YAML document 1: the YAML's aliases (*name) expand it to more than 10485760 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
