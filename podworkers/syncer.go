@@ -181,7 +181,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 	// meanwhile: else the next sync, the kill's, would have to wait for a
 	// relist that started after now, which in evented mode comes only
 	// with the safety relist (a minute).
-	fresh, err := s.refresh(uncancelled(ctx), pod.UID)
+	fresh, err := s.refresh(uncancelled(ctx), pod.UID, status)
 	if err != nil {
 		// What this sync did is not in the cache: the next sync must wait
 		// for a relist that started after now.
@@ -211,7 +211,10 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 			klog.FromContext(ctx).Error(err, "Removing a container that never started failed; replacing it anyway", "containerID", id)
 		}
 	}
-	s.removeDead(ctx, status, actions)
+	// Dead containers and sandboxes go after the starts: removing them
+	// (a CRI call each) would otherwise delay a crashed container's
+	// replacement.
+	defer s.removeDead(ctx, status, actions)
 
 	sandboxID := actions.SandboxID
 	sandboxConfig := s.sandboxConfig(pod, actions.Attempt)
@@ -620,7 +623,7 @@ func (s *Syncer) removeDead(ctx context.Context, status *kubecontainer.PodStatus
 func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus, gracePeriod int64) (SyncResult, error) {
 	klog.FromContext(ctx).V(2).Info("Terminating pod", "gracePeriod", gracePeriod)
 	killErr := s.killPod(ctx, pod, status, gracePeriod)
-	fresh, err := s.refresh(ctx, pod.UID)
+	fresh, err := s.refresh(ctx, pod.UID, status)
 	if err != nil {
 		return SyncResult{}, errors.Join(killErr, err)
 	}
@@ -645,7 +648,7 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, status *kub
 	if err := errors.Join(errs...); err != nil {
 		return SyncResult{}, err
 	}
-	fresh, err := s.refresh(ctx, pod.UID)
+	fresh, err := s.refresh(ctx, pod.UID, status)
 	if err != nil {
 		return SyncResult{}, err
 	}
@@ -703,10 +706,11 @@ const killStraysTimeout = 5 * time.Second
 
 // refresh reads the pod's status from the runtime and stores it in the
 // cache, so the next sync sees what this one did without waiting for a
-// relist.
-func (s *Syncer) refresh(ctx context.Context, uid types.UID) (*kubecontainer.PodStatus, error) {
+// relist. What prev, the status the sync started from, holds of objects
+// whose state did not change is reused rather than asked for again.
+func (s *Syncer) refresh(ctx context.Context, uid types.UID, prev *kubecontainer.PodStatus) (*kubecontainer.PodStatus, error) {
 	ts := s.cfg.Clock.Now()
-	st, err := kubecontainer.GetPodStatus(ctx, s.cfg.Runtime, uid, ts)
+	st, err := kubecontainer.RefreshPodStatus(ctx, s.cfg.Runtime, uid, prev, ts)
 	if err != nil {
 		return nil, fmt.Errorf("read pod status after sync: %w", err)
 	}

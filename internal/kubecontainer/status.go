@@ -95,16 +95,34 @@ type Lister interface {
 // first call. A sandbox or container removed between the list and the
 // status call is skipped.
 func GetPodStatus(ctx context.Context, rt Lister, uid types.UID, now time.Time) (*PodStatus, error) {
+	return RefreshPodStatus(ctx, rt, uid, nil, now)
+}
+
+// RefreshPodStatus is GetPodStatus reusing what prev (an earlier status of
+// the pod, or nil) holds of the sandboxes and containers whose state has
+// not changed since, as a relist does: after a sync that started one
+// container, it costs the two list calls, made together, and that
+// container's status call.
+func RefreshPodStatus(ctx context.Context, rt Lister, uid types.UID, prev *PodStatus, now time.Time) (*PodStatus, error) {
 	uidFilter := map[string]string{LabelPodUID: string(uid)}
-	sandboxes, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: uidFilter})
-	if err != nil {
-		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
-	}
+	var (
+		sandboxes []*runtimeapi.PodSandbox
+		sbErr     error
+		listed    = make(chan struct{})
+	)
+	go func() {
+		defer close(listed)
+		sandboxes, sbErr = rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: uidFilter})
+	}()
 	containers, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: uidFilter})
+	<-listed
+	if sbErr != nil {
+		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, sbErr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
 	}
-	return InspectPod(ctx, rt, uid, sandboxes, containers, nil, now)
+	return InspectPod(ctx, rt, uid, sandboxes, containers, prev, now)
 }
 
 // InspectPod builds the status of the pod with uid from the sandboxes and

@@ -351,3 +351,48 @@ func TestLabels(t *testing.T) {
 		t.Errorf("PodUIDFromLabels(no label) = %q", got)
 	}
 }
+
+// TestRefreshPodStatusReusesUnchanged: after a sync that restarted one
+// container, only that container's status is asked for; what prev holds of
+// objects in the same state is reused, and the result equals a full read.
+func TestRefreshPodStatusReusesUnchanged(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime()
+	prev, err := GetPodStatus(ctx, rt, "uid-1", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// c-side died and was replaced by c-side-1.
+	rt.Containers["c-side-1"] = fakeContainer("c-side-1", "sb-new", "uid-1", "side", runtimeapi.ContainerState_CONTAINER_RUNNING, t0.Add(90*time.Second), 1)
+	rt.Containers["c-side"].State = runtimeapi.ContainerState_CONTAINER_EXITED
+	rt.Called = nil
+
+	got, err := RefreshPodStatus(ctx, rt, "uid-1", prev, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var statusCalls []string
+	for _, c := range rt.GetCalls() {
+		if c == "PodSandboxStatus" || c == "ContainerStatus" {
+			statusCalls = append(statusCalls, c)
+		}
+	}
+	if len(statusCalls) != 2 {
+		t.Errorf("status calls = %v, want ContainerStatus of c-side and c-side-1 only", statusCalls)
+	}
+	full, err := GetPodStatus(ctx, rt, "uid-1", t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalStrings(sandboxIDs(got), sandboxIDs(full)) || !equalStrings(containerIDs(got), containerIDs(full)) {
+		t.Errorf("refreshed %v %v, full read %v %v", sandboxIDs(got), containerIDs(got), sandboxIDs(full), containerIDs(full))
+	}
+	if c := got.FindContainer("side"); c == nil || c.ID != "c-side-1" || c.RestartCount != 1 {
+		t.Errorf("side = %+v, want c-side-1 with 1 restart", c)
+	}
+	for _, c := range got.Containers {
+		if c.ID == "c-side" && c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			t.Errorf("c-side state %v, want the runtime's EXITED, not prev's RUNNING", c.State)
+		}
+	}
+}
