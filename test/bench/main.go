@@ -258,7 +258,7 @@ func probeBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image,
 	runs := a.probeRuns() - before
 	fmt.Printf("agent with %d running pods, each with an exec liveness and an httpGet readiness probe every 10s (evented), per minute\n", n)
 	fmt.Printf("  CPU %.2f s/min (%.2f%% of one core)   RSS %.1f MiB   probes run since start: %d\n", cpu.Seconds(), 100*cpu.Seconds()/60, float64(rss)/(1<<20), runs)
-	rep.Probes = &steady{Mode: "evented", Pods: n, CPUPercent: 100 * cpu.Seconds() / 60, RSSMiB: float64(rss) / (1 << 20)}
+	rep.Probes = &steady{Mode: "evented", Pods: n, CPUPercent: 100 * cpu.Seconds() / 60, RSSMiB: float64(rss) / (1 << 20), AnonMiB: float64(a.anon) / (1 << 20)}
 	return a.drain(ctx, rt)
 }
 
@@ -395,6 +395,10 @@ type agentProc struct {
 	// profile, if set, is where steadyCost saves a CPU profile.
 	profile string
 	node    string
+	// anon is the agent's anonymous resident memory (RssAnon: heap,
+	// stacks) at the end of the last steadyCost; RSS also counts the pages
+	// of its binary it has touched, which are shared and reclaimable.
+	anon int64
 }
 
 func startAgent(bin string, rt *ctrdtest.Containerd, base, node string, extraArgs ...string) (*agentProc, error) {
@@ -674,6 +678,9 @@ func (a *agentProc) steadyCost(n int, d time.Duration, manifest func(i int) stri
 	if err != nil {
 		return 0, 0, err
 	}
+	if a.anon, err = rssAnon(a.cmd.Process.Pid); err != nil {
+		return 0, 0, err
+	}
 	for i := 0; i < n; i++ {
 		_ = os.Remove(filepath.Join(a.manifest, fmt.Sprintf("idle-%d.yaml", i)))
 	}
@@ -704,6 +711,21 @@ func procStat(pid int) (time.Duration, int64, error) {
 	return time.Duration(utime+stime) * time.Second / ticks, rssPages * int64(os.Getpagesize()), nil
 }
 
+// rssAnon returns a process's anonymous resident memory.
+func rssAnon(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no RssAnon in /proc/%d/status", pid)
+}
+
 // plegBench measures, per PLEG mode with an agent of its own: how long
 // after a container's process is killed from outside the agent /pods shows
 // it terminated (detection) and a replacement running, over o.kills
@@ -712,7 +734,7 @@ func plegBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image, 
 	type result struct {
 		detect, replace []time.Duration
 		cpu             map[int]time.Duration
-		rss             map[int]int64
+		rss, anon       map[int]int64
 	}
 	modes := []string{"relist", "evented"}
 	results := map[string]*result{}
@@ -724,7 +746,7 @@ func plegBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image, 
 		}
 	}
 	for _, mode := range modes {
-		r := &result{cpu: map[int]time.Duration{}, rss: map[int]int64{}}
+		r := &result{cpu: map[int]time.Duration{}, rss: map[int]int64{}, anon: map[int]int64{}}
 		results[mode] = r
 		args := []string{"--pleg-mode", mode}
 		if o.keepLog != "" {
@@ -752,6 +774,7 @@ func plegBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image, 
 				a.stop()
 				return fmt.Errorf("%s mode, %d pods: %w", mode, n, err)
 			}
+			r.anon[n] = a.anon
 			if err := a.drain(ctx, rt); err != nil {
 				a.stop()
 				return err
@@ -785,8 +808,8 @@ func plegBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image, 
 			r := results[mode]
 			for _, n := range o.plegCounts {
 				pctCPU := 100 * r.cpu[n].Seconds() / o.cpuFor.Seconds()
-				fmt.Printf("  %-8s %3d pods: CPU %5.2f s/min (%5.2f%% of one core)   RSS %5.1f MiB\n", mode, n, r.cpu[n].Seconds()*60/o.cpuFor.Seconds(), pctCPU, float64(r.rss[n])/(1<<20))
-				rep.Steady = append(rep.Steady, steady{Mode: mode, Pods: n, CPUPercent: pctCPU, RSSMiB: float64(r.rss[n]) / (1 << 20)})
+				fmt.Printf("  %-8s %3d pods: CPU %5.2f s/min (%5.2f%% of one core)   RSS %5.1f MiB (anonymous %5.1f MiB)\n", mode, n, r.cpu[n].Seconds()*60/o.cpuFor.Seconds(), pctCPU, float64(r.rss[n])/(1<<20), float64(r.anon[n])/(1<<20))
+				rep.Steady = append(rep.Steady, steady{Mode: mode, Pods: n, CPUPercent: pctCPU, RSSMiB: float64(r.rss[n]) / (1 << 20), AnonMiB: float64(r.anon[n]) / (1 << 20)})
 			}
 		}
 	}

@@ -65,6 +65,9 @@ type steady struct {
 	Pods       int     `json:"pods"`
 	CPUPercent float64 `json:"cpuPercentOfOneCore"`
 	RSSMiB     float64 `json:"rssMiB"`
+	// AnonMiB is the anonymous part of RSS (heap, stacks); the rest is
+	// pages of the agent's binary, shared with the page cache.
+	AnonMiB float64 `json:"rssAnonMiB"`
 }
 
 type death struct {
