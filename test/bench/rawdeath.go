@@ -37,8 +37,11 @@ func rawDeath(ctx context.Context, rt *ctrdtest.Containerd, image, base string, 
 		Linux:        &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: ns}},
 	}
 	img, err := rt.Images().ImageStatus(ctx, &runtimeapi.ImageSpec{Image: image}, false)
-	if err != nil || img.GetImage() == nil {
-		return nil, nil, fmt.Errorf("image %s: %v", image, err)
+	if err != nil {
+		return nil, nil, fmt.Errorf("image %s: %w", image, err)
+	}
+	if img.GetImage() == nil {
+		return nil, nil, fmt.Errorf("image %s is not in the runtime", image)
 	}
 	sb, err := rt.Runtime().RunPodSandbox(ctx, sbConfig, "")
 	if err != nil {
