@@ -14,26 +14,6 @@ import (
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
-// churnPod is pod churn-<pod> at revision rev (its container's REV env).
-func churnPod(pod, rev int) string {
-	return fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata:
-  name: churn-%d
-spec:
-  hostNetwork: true
-  terminationGracePeriodSeconds: 0
-  containers:
-  - name: main
-    image: %s
-    command: ["sleep", "3600"]
-    env:
-    - name: REV
-      value: "%d"
-`, pod, env.busybox, rev)
-}
-
 // churnContent is what one file of the churned directory holds.
 type churnContent struct {
 	pod, rev int
@@ -45,7 +25,7 @@ func (c churnContent) bytes() []byte {
 	if c.bad {
 		return []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: [broken\n")
 	}
-	return []byte(churnPod(c.pod, c.rev))
+	return []byte(revisionPod(fmt.Sprintf("churn-%d", c.pod), c.rev))
 }
 
 // churnDir is the manifest directory and the test's model of it: the files

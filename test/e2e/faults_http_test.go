@@ -16,26 +16,6 @@ import (
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
-// urlPod is a host-network pod at revision rev (its container's REV env).
-func urlPod(name string, rev int) string {
-	return fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-spec:
-  hostNetwork: true
-  terminationGracePeriodSeconds: 0
-  containers:
-  - name: main
-    image: %s
-    command: ["sleep", "3600"]
-    env:
-    - name: REV
-      value: "%d"
-`, name, env.busybox, rev)
-}
-
 // Answers of a flappingServer.
 const (
 	answerGood      = "good"      // 200 with the body
@@ -162,7 +142,7 @@ func TestFaultHTTPSourceFlapping(t *testing.T) {
 	scale := faults(t)
 	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
 		srv := newFlappingServer(t, uint64(time.Now().UnixNano()))
-		srv.set(answerGood, podList(urlPod("web", 1), urlPod("db", 1)))
+		srv.set(answerGood, podList(revisionPod("web", 1), revisionPod("db", 1)))
 		a := startAgent(t, rt, "--manifest-url", srv.URL+"/pods.yaml", "--http-check-frequency", "200ms")
 		ctx := context.Background()
 		first := map[string]string{"web": "1", "db": "1"}
@@ -257,7 +237,7 @@ func TestFaultHTTPSourceFlapping(t *testing.T) {
 		t.Logf("answers served: %v", srv.counts())
 
 		// A new good set: web edited, db gone, cache new.
-		srv.set(answerGood, podList(urlPod("web", 2), urlPod("cache", 1)))
+		srv.set(answerGood, podList(revisionPod("web", 2), revisionPod("cache", 1)))
 		second := map[string]string{"web": "2", "cache": "1"}
 		waitFor(t, time.Minute, "the new good set applied", func() (bool, string) { return a.convergedTo(ctx, second, "main") })
 		if e := a.httpError(); e != "" {

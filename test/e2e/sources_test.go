@@ -31,6 +31,15 @@ spec:
 `, name, env.busybox)
 }
 
+// revisionPod is sleeperPod at revision rev: its container's REV env, so
+// that an edit changes the pod.
+func revisionPod(name string, rev int) string {
+	return sleeperPod(name) + fmt.Sprintf(`    env:
+    - name: REV
+      value: "%d"
+`, rev)
+}
+
 // The file source's cases: an in-place rewrite, ignored names, a symlinked
 // manifest, a directory that appears after start, and the periodic rescan
 // catching a change no notification reports (an edit of a symlink's
