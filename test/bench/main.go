@@ -326,31 +326,16 @@ func (a *agentProc) drain(ctx context.Context, rt *ctrdtest.Containerd) error {
 // rawStart makes the CRI calls that start a one-container pod, times them,
 // then removes the pod (untimed).
 func rawStart(ctx context.Context, rt *ctrdtest.Containerd, image, base string, i int) (time.Duration, error) {
-	name := "raw-" + strconv.Itoa(i)
-	uid := fmt.Sprintf("bench-raw-%d-%d", os.Getpid(), i)
-	logDir := filepath.Join(base, "rawlogs", uid)
-	if err := os.MkdirAll(filepath.Join(logDir, "main"), 0o755); err != nil {
+	p, err := newRawPod(base, "raw-"+strconv.Itoa(i), fmt.Sprintf("bench-raw-%d-%d", os.Getpid(), i), runtimeapi.NamespaceMode_POD)
+	if err != nil {
 		return 0, err
 	}
-	labels := map[string]string{"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": uid}
-	sbConfig := &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: uid},
-		Hostname:     name,
-		LogDirectory: logDir,
-		Labels:       labels,
-		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD},
-		}},
-	}
 	start := time.Now()
-	img, err := rt.Images().ImageStatus(ctx, &runtimeapi.ImageSpec{Image: image}, false)
+	imageID, err := rawImageID(ctx, rt, image)
 	if err != nil {
-		return 0, fmt.Errorf("image %s: %w", image, err)
+		return 0, err
 	}
-	if img.GetImage() == nil {
-		return 0, fmt.Errorf("image %s is not in the runtime", image)
-	}
-	sb, err := rt.Runtime().RunPodSandbox(ctx, sbConfig, "")
+	sb, err := rt.Runtime().RunPodSandbox(ctx, p.sandbox, "")
 	if err != nil {
 		return 0, err
 	}
@@ -358,20 +343,7 @@ func rawStart(ctx context.Context, rt *ctrdtest.Containerd, image, base string, 
 		_ = rt.Runtime().StopPodSandbox(ctx, sb)
 		_ = rt.Runtime().RemovePodSandbox(ctx, sb)
 	}()
-	ctrLabels := map[string]string{"io.kubernetes.container.name": "main"}
-	for k, v := range labels {
-		ctrLabels[k] = v
-	}
-	id, err := rt.Runtime().CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
-		Metadata: &runtimeapi.ContainerMetadata{Name: "main"},
-		Image:    &runtimeapi.ImageSpec{Image: img.Image.Id, UserSpecifiedImage: image},
-		Command:  []string{"sleep", "3600"},
-		Labels:   ctrLabels,
-		LogPath:  "main/0.log",
-		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
-			NamespaceOptions: sbConfig.Linux.SecurityContext.NamespaceOptions,
-		}},
-	}, sbConfig)
+	id, err := rt.Runtime().CreateContainer(ctx, sb, p.container(imageID, image, 0), p.sandbox)
 	if err != nil {
 		return 0, err
 	}

@@ -15,6 +15,65 @@ import (
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
+// rawPod is a pod of one container, "main" running sleep, made with direct
+// CRI calls and no agent: the floor the bench measures the agent against.
+type rawPod struct {
+	sandbox *runtimeapi.PodSandboxConfig
+}
+
+// newRawPod makes the sandbox config of pod name with uid, on the node's
+// network or its own (NamespaceMode_NODE or _POD), and its log directory
+// under base.
+func newRawPod(base, name, uid string, network runtimeapi.NamespaceMode) (*rawPod, error) {
+	logDir := filepath.Join(base, "rawlogs", uid)
+	if err := os.MkdirAll(filepath.Join(logDir, "main"), 0o755); err != nil {
+		return nil, err
+	}
+	sb := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: uid},
+		LogDirectory: logDir,
+		Labels:       map[string]string{"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": uid},
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: network, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD},
+		}},
+	}
+	if network != runtimeapi.NamespaceMode_NODE {
+		sb.Hostname = name // runc refuses a hostname without a UTS namespace of its own
+	}
+	return &rawPod{sandbox: sb}, nil
+}
+
+// rawImageID asks the runtime for image, as an agent checks an image
+// before using it, and returns its ID.
+func rawImageID(ctx context.Context, rt *ctrdtest.Containerd, image string) (string, error) {
+	img, err := rt.Images().ImageStatus(ctx, &runtimeapi.ImageSpec{Image: image}, false)
+	if err != nil {
+		return "", fmt.Errorf("image %s: %w", image, err)
+	}
+	if img.GetImage() == nil {
+		return "", fmt.Errorf("image %s is not in the runtime", image)
+	}
+	return img.GetImage().GetId(), nil
+}
+
+// container is the config of the pod's container at restart attempt.
+func (p *rawPod) container(imageID, image string, attempt uint32) *runtimeapi.ContainerConfig {
+	labels := map[string]string{"io.kubernetes.container.name": "main"}
+	for k, v := range p.sandbox.Labels {
+		labels[k] = v
+	}
+	return &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "main", Attempt: attempt},
+		Image:    &runtimeapi.ImageSpec{Image: imageID, UserSpecifiedImage: image},
+		Command:  []string{"sleep", "3600"},
+		Labels:   labels,
+		LogPath:  "main/" + strconv.Itoa(int(attempt)) + ".log",
+		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: p.sandbox.Linux.SecurityContext.NamespaceOptions,
+		}},
+	}
+}
+
 // rawDeath is the floor under the agent's death-to-replacement figure,
 // measured on the same runtime with no agent: a host-network pod's
 // container is SIGKILLed and timed to the runtime's CONTAINER_STOPPED
@@ -22,28 +81,15 @@ import (
 // created and started in the same sandbox (replace = detect + create +
 // start). Any agent's evented PLEG sits on these calls.
 func rawDeath(ctx context.Context, rt *ctrdtest.Containerd, image, base string, n int) (detect, replace []time.Duration, err error) {
-	uid := fmt.Sprintf("bench-rawdeath-%d", os.Getpid())
-	name := "rawdeath"
-	logDir := filepath.Join(base, "rawlogs", uid)
-	if err := os.MkdirAll(filepath.Join(logDir, "main"), 0o755); err != nil {
+	p, err := newRawPod(base, "rawdeath", fmt.Sprintf("bench-rawdeath-%d", os.Getpid()), runtimeapi.NamespaceMode_NODE)
+	if err != nil {
 		return nil, nil, err
 	}
-	labels := map[string]string{"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": uid}
-	ns := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD}
-	sbConfig := &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: uid},
-		LogDirectory: logDir,
-		Labels:       labels,
-		Linux:        &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: ns}},
-	}
-	img, err := rt.Images().ImageStatus(ctx, &runtimeapi.ImageSpec{Image: image}, false)
+	imageID, err := rawImageID(ctx, rt, image)
 	if err != nil {
-		return nil, nil, fmt.Errorf("image %s: %w", image, err)
+		return nil, nil, err
 	}
-	if img.GetImage() == nil {
-		return nil, nil, fmt.Errorf("image %s is not in the runtime", image)
-	}
-	sb, err := rt.Runtime().RunPodSandbox(ctx, sbConfig, "")
+	sb, err := rt.Runtime().RunPodSandbox(ctx, p.sandbox, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -51,19 +97,8 @@ func rawDeath(ctx context.Context, rt *ctrdtest.Containerd, image, base string, 
 		_ = rt.Runtime().StopPodSandbox(context.Background(), sb)
 		_ = rt.Runtime().RemovePodSandbox(context.Background(), sb)
 	}()
-	ctrLabels := map[string]string{"io.kubernetes.container.name": "main"}
-	for k, v := range labels {
-		ctrLabels[k] = v
-	}
 	createStart := func(attempt uint32) (string, error) {
-		id, err := rt.Runtime().CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
-			Metadata: &runtimeapi.ContainerMetadata{Name: "main", Attempt: attempt},
-			Image:    &runtimeapi.ImageSpec{Image: img.Image.Id, UserSpecifiedImage: image},
-			Command:  []string{"sleep", "3600"},
-			Labels:   ctrLabels,
-			LogPath:  "main/" + strconv.Itoa(int(attempt)) + ".log",
-			Linux:    &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: ns}},
-		}, sbConfig)
+		id, err := rt.Runtime().CreateContainer(ctx, sb, p.container(imageID, image, attempt), p.sandbox)
 		if err != nil {
 			return "", err
 		}
@@ -93,7 +128,7 @@ func rawDeath(ctx context.Context, rt *ctrdtest.Containerd, image, base string, 
 			return nil, nil, err
 		}
 		time.Sleep(time.Duration(rand.Int64N(int64(500 * time.Millisecond))))
-		drain(events)
+		drainEvents(events)
 		start := time.Now()
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			return nil, nil, fmt.Errorf("kill pid %d: %w", pid, err)
@@ -110,7 +145,8 @@ func rawDeath(ctx context.Context, rt *ctrdtest.Containerd, image, base string, 
 	return detect, replace, nil
 }
 
-func drain(ch chan *runtimeapi.ContainerEventResponse) {
+// drainEvents drops the events already received.
+func drainEvents(ch chan *runtimeapi.ContainerEventResponse) {
 	for {
 		select {
 		case <-ch:
