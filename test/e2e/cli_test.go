@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -74,10 +75,9 @@ spec:
 		if err != nil {
 			t.Fatalf("pods: %v: %s", err, stderr)
 		}
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if len(lines) != 2 || !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[0], "RESTARTS") || !strings.HasPrefix(lines[1], a.podName("chatty")+" ") {
-			t.Fatalf("pods printed:\n%s", out)
-		}
+		// The columns of `kubectl get pods -A -o wide` (the crash
+		// container may have exited already: its columns vary).
+		a.checkPodsTable(t, out, true, `default\s+`+a.podName("chatty")+`\s+\d/2\s+\S+\s+\d+( \(\d+s ago\))?\s+\S+\s+\S+\s+`+a.node+`\s+<none>\s+<none>`)
 
 		// The short name of a static pod works; with two containers and no
 		// -c, the first is shown and the choice is said.
@@ -111,6 +111,15 @@ spec:
 			cs := containerStatus(p, "crash")
 			return cs != nil && cs.RestartCount == 1 && cs.State.Running != nil, describe(p)
 		})
+		// RESTARTS says how long ago, as kubectl does; -n drops NAMESPACE.
+		out, stderr, err = a.cli("pods", "-n", "default")
+		if err != nil {
+			t.Fatalf("pods -n default: %v: %s", err, stderr)
+		}
+		a.checkPodsTable(t, out, false, a.podName("chatty")+`\s+\d/2\s+\S+\s+1 \(\d+s ago\)\s+\S+\s+\S+\s+`+a.node+`\s+<none>\s+<none>`)
+		if _, stderr, err := a.cli("pods", "-n", "nope"); err != nil || strings.TrimSpace(stderr) != "No resources found in nope namespace." {
+			t.Errorf("pods -n nope: %v, stderr %q", err, stderr)
+		}
 		cur, _, err1 := a.cli("logs", "chatty", "-c", "crash")
 		prev, _, err2 := a.cli("logs", "chatty", "-c", "crash", "--previous")
 		if err1 != nil || err2 != nil || !strings.HasPrefix(prev, "started-at-") || cur == prev {
@@ -140,4 +149,18 @@ spec:
 			t.Errorf("pods with no agent: %v %s", err, out)
 		}
 	})
+}
+
+// checkPodsTable checks `minikubelet pods` output: kubectl's wide header
+// (with NAMESPACE first when withNamespace) and one row matching row.
+func (a *agent) checkPodsTable(t *testing.T, out string, withNamespace bool, row string) {
+	t.Helper()
+	header := `NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\s+NOMINATED NODE\s+READINESS GATES`
+	if withNamespace {
+		header = `NAMESPACE\s+` + header
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !regexp.MustCompile(`^`+header+`$`).MatchString(lines[0]) || !regexp.MustCompile(`^`+row+`\s*$`).MatchString(lines[1]) {
+		t.Errorf("pods printed:\n%s\nwant the header %s and a row %s", out, header, row)
+	}
 }
