@@ -1,15 +1,27 @@
 // Command testsum reads `go test -json` from stdin and prints what a
 // person wants from a test run: go test's usual per-package lines, the full
-// output of every test that failed, and a closing line that says what ran,
-// `N passed, N failed, N skipped`. It exits 1 if any test or package failed
-// (a build failure included).
+// output of every test that failed, progress while the run goes on, why
+// tests were skipped, and a closing line that says what ran, `N passed, N
+// failed, N skipped`. It exits 1 if any test or package failed (a build
+// failure included).
 //
 //	go test -json ./... | go run ./test/testsum
 //
-// With -report, the closing line is preceded by one line per test and
-// subtest, in the order they ended: its result and how long it took; with
-// -notes REGEXP too, each followed by the lines of its output that match
-// REGEXP (the numbers a test logs, say).
+// Progress: go test's line for a finished package ("ok  <pkg> 3.1s") gets
+// the running counts appended; every top-level test that took SlowTest or
+// more gets a line of its own with the counts; and when nothing was printed
+// for Heartbeat, a line names the tests running and for how long. So a
+// ten-minute integration package shows each of its tests as it ends, and
+// never goes quiet for long.
+//
+// Before the closing line, the skipped tests are grouped by their skip
+// message (t.Skip's text), most frequent first, each with the tests it
+// skipped.
+//
+// With -report, the closing line is also preceded by one line per test
+// and subtest, in the order they ended: its result and how long it took;
+// with -notes REGEXP too, each followed by the lines of its output that
+// match REGEXP (the numbers a test logs, say).
 package main
 
 import (
@@ -20,8 +32,20 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
 )
+
+// SlowTest is how long a top-level test must take to get a progress line
+// of its own; faster ones show in their package's line.
+const SlowTest = time.Second
+
+// Heartbeat is the longest testsum stays quiet while tests run.
+const Heartbeat = 30 * time.Second
 
 // event is one line of `go test -json` (see `go doc test2json`).
 type event struct {
@@ -33,21 +57,45 @@ type event struct {
 }
 
 type summary struct {
+	// clock times the running tests and the silence the heartbeat breaks.
+	clock clock.PassiveClock
+	// mu guards everything below: the reader and the heartbeat's ticker
+	// both print.
+	mu sync.Mutex
+
 	passed, failed, skipped int
 	pkgFailed               bool
 	// output buffers each running test's output until it ends.
 	output map[string]*strings.Builder
+	// running holds the top-level tests that started and have not ended,
+	// with when they started.
+	running map[string]time.Time
+	// skips groups the skipped tests by skip message.
+	skips map[string][]string
+	// lastPrint is when testsum last printed a line.
+	lastPrint time.Time
 	// report, when set, collects a line per test that ended, and notes
 	// selects the output lines added under it.
 	report *strings.Builder
 	notes  *regexp.Regexp
 }
 
+func newSummary(clk clock.PassiveClock) *summary {
+	return &summary{
+		clock:     clk,
+		output:    map[string]*strings.Builder{},
+		running:   map[string]time.Time{},
+		skips:     map[string][]string{},
+		lastPrint: clk.Now(),
+	}
+}
+
 func main() {
 	report := flag.Bool("report", false, "print each test's result and duration at the end")
 	notes := flag.String("notes", "", "with -report, also print each test's output lines that match this regexp")
 	flag.Parse()
-	s := &summary{output: map[string]*strings.Builder{}}
+	clk := clock.RealClock{}
+	s := newSummary(clk)
 	if *report {
 		s.report = &strings.Builder{}
 	}
@@ -59,14 +107,26 @@ func main() {
 		}
 		s.notes = re
 	}
-	if err := s.read(os.Stdin, os.Stdout); err != nil {
+	ticker := clk.NewTicker(Heartbeat / 6)
+	done := make(chan struct{}) // closed when stdin is read in full
+	go func() {
+		for {
+			select {
+			case <-ticker.C():
+				s.heartbeat(os.Stdout)
+			case <-done:
+				return
+			}
+		}
+	}()
+	err := s.read(os.Stdin, os.Stdout)
+	close(done)
+	ticker.Stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "testsum:", err)
 		os.Exit(2)
 	}
-	if s.report != nil {
-		fmt.Print(s.report.String())
-	}
-	fmt.Printf("%d passed, %d failed, %d skipped\n", s.passed, s.failed, s.skipped)
+	s.finish(os.Stdout)
 	if s.failed > 0 || s.pkgFailed {
 		os.Exit(1)
 	}
@@ -80,7 +140,7 @@ func (s *summary) read(r io.Reader, w io.Writer) error {
 		var e event
 		if err := json.Unmarshal(line, &e); err != nil || e.Action == "" {
 			// Not an event (a build error printed as text): pass it on.
-			fmt.Fprintln(w, string(line))
+			s.println(w, string(line))
 			continue
 		}
 		s.handle(e, w)
@@ -88,24 +148,57 @@ func (s *summary) read(r io.Reader, w io.Writer) error {
 	return sc.Err()
 }
 
+// println prints one line and notes the time; s.mu must not be held.
+func (s *summary) println(w io.Writer, line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.printLocked(w, line)
+}
+
+func (s *summary) printLocked(w io.Writer, line string) {
+	fmt.Fprintln(w, line)
+	s.lastPrint = s.clock.Now()
+}
+
+// counts is the running tally printed with progress lines.
+func (s *summary) counts() string {
+	return fmt.Sprintf("[%d passed, %d failed, %d skipped so far]", s.passed, s.failed, s.skipped)
+}
+
+// pkgDone matches go test's line for a finished package's tests.
+var pkgDone = regexp.MustCompile(`^(ok  |FAIL)\t\S+\t`)
+
 func (s *summary) handle(e event, w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	key := e.Package + " " + e.Test
 	if e.Test == "" {
 		switch e.Action {
 		case "output":
-			if out := strings.TrimRight(e.Output, "\n"); out != "PASS" && out != "" {
-				fmt.Fprintln(w, out)
+			out := strings.TrimRight(e.Output, "\n")
+			switch {
+			case out == "PASS" || out == "":
+			case pkgDone.MatchString(out):
+				s.printLocked(w, out+"   "+s.counts())
+			default:
+				s.printLocked(w, out)
 			}
 		case "fail":
 			s.pkgFailed = true
 		case "build-output":
 			fmt.Fprint(w, e.Output)
+			s.lastPrint = s.clock.Now()
 		case "build-fail":
 			s.pkgFailed = true
 		}
 		return
 	}
+	topLevel := !strings.Contains(e.Test, "/")
 	switch e.Action {
+	case "run":
+		if topLevel {
+			s.running[key] = s.clock.Now()
+		}
 	case "output":
 		b, ok := s.output[key]
 		if !ok {
@@ -115,20 +208,134 @@ func (s *summary) handle(e event, w io.Writer) {
 		b.WriteString(e.Output)
 	case "pass":
 		s.passed++
-		s.addReport("ok  ", e)
-		delete(s.output, key)
+		s.ended("ok  ", e, w)
 	case "skip":
 		s.skipped++
-		s.addReport("skip", e)
-		delete(s.output, key)
+		var out string
+		if b, ok := s.output[key]; ok {
+			out = b.String()
+		}
+		reason := skipReason(out)
+		s.skips[reason] = append(s.skips[reason], e.Test)
+		s.ended("skip", e, w)
 	case "fail":
 		s.failed++
 		if b, ok := s.output[key]; ok {
 			fmt.Fprint(w, b.String())
 		}
-		s.addReport("FAIL", e)
-		delete(s.output, key)
+		s.ended("FAIL", e, w)
 	}
+}
+
+// ended records the end of a test: its report line, and for a top-level
+// test that took SlowTest or more (or failed), a progress line.
+func (s *summary) ended(result string, e event, w io.Writer) {
+	key := e.Package + " " + e.Test
+	s.addReport(result, e)
+	delete(s.output, key)
+	if strings.Contains(e.Test, "/") {
+		return
+	}
+	delete(s.running, key)
+	took := time.Duration(e.Elapsed * float64(time.Second))
+	if took >= SlowTest || result == "FAIL" {
+		s.printLocked(w, fmt.Sprintf("  %s %s %s (%.1fs)   %s", result, e.Test, e.Package, e.Elapsed, s.counts()))
+	}
+}
+
+// heartbeat prints, when nothing was printed for Heartbeat, which
+// top-level tests run and for how long.
+func (s *summary) heartbeat(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	if now.Sub(s.lastPrint) < Heartbeat || len(s.running) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(s.running))
+	for k := range s.running {
+		keys = append(keys, k)
+	}
+	// Longest running first.
+	sort.Slice(keys, func(i, j int) bool {
+		if !s.running[keys[i]].Equal(s.running[keys[j]]) {
+			return s.running[keys[i]].Before(s.running[keys[j]])
+		}
+		return keys[i] < keys[j]
+	})
+	const shown = 4
+	parts := make([]string, 0, shown+1)
+	for i, k := range keys {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(keys)-shown))
+			break
+		}
+		pkg, test, _ := strings.Cut(k, " ")
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", test, pkg, now.Sub(s.running[k]).Round(time.Second)))
+	}
+	s.printLocked(w, "  ... running: "+strings.Join(parts, ", ")+"   "+s.counts())
+}
+
+// skipLine matches the start of a line a test logged: "    file_test.go:12: ".
+var skipLine = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
+
+// skipReason extracts the message a skipped test gave t.Skip: the last
+// entry it logged (a "file.go:N: " line and its indented continuation).
+// A test skipped without a message (or with -run patterns that skip
+// nothing) gets "(no message)".
+func skipReason(output string) string {
+	var entry []string
+	for _, line := range strings.Split(output, "\n") {
+		switch {
+		case strings.HasPrefix(strings.TrimSpace(line), "=== "), strings.HasPrefix(strings.TrimSpace(line), "--- "):
+		case skipLine.MatchString(line):
+			entry = []string{skipLine.ReplaceAllString(line, "")}
+		case entry != nil && strings.TrimSpace(line) != "":
+			entry = append(entry, strings.TrimSpace(line))
+		}
+	}
+	if len(entry) == 0 {
+		return "(no message)"
+	}
+	return strings.Join(entry, " ")
+}
+
+// finish prints the skip reasons, the report if asked for, and the
+// closing line.
+func (s *summary) finish(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.skips) > 0 {
+		reasons := make([]string, 0, len(s.skips))
+		for r := range s.skips {
+			reasons = append(reasons, r)
+		}
+		sort.Slice(reasons, func(i, j int) bool {
+			a, b := len(s.skips[reasons[i]]), len(s.skips[reasons[j]])
+			if a != b {
+				return a > b
+			}
+			return reasons[i] < reasons[j]
+		})
+		fmt.Fprintln(w, "skipped, by reason:")
+		for _, r := range reasons {
+			tests := s.skips[r]
+			fmt.Fprintf(w, "  %d  %s\n      %s\n", len(tests), r, listTests(tests))
+		}
+	}
+	if s.report != nil {
+		fmt.Fprint(w, s.report.String())
+	}
+	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", s.passed, s.failed, s.skipped)
+}
+
+// listTests names at most 6 tests, then how many more.
+func listTests(tests []string) string {
+	const most = 6
+	if len(tests) <= most {
+		return strings.Join(tests, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(tests[:most], ", "), len(tests)-most)
 }
 
 // addReport adds the line of a test that ended, and its notes.
