@@ -573,7 +573,7 @@ func startEventStream(ctx context.Context, rt eventedRuntime, buffer int) *event
 	go func() {
 		defer close(s.ch)
 		defer cancel()
-		err := rt.GetContainerEvents(ctx, s.ch, func(runtimeapi.RuntimeService_GetContainerEventsClient) {
+		err := rt.GetContainerEvents(quietStreamErrors(ctx), s.ch, func(runtimeapi.RuntimeService_GetContainerEventsClient) {
 			s.ch <- s.up
 		})
 		if err == nil {

@@ -14,7 +14,8 @@
 // CMD runs in its own process group: a SIGINT, SIGTERM or SIGHUP sent to
 // withcontainerd (or typed at its terminal) reaches CMD exactly once,
 // forwarded. When CMD exits, or on such a signal before CMD started, every
-// pod is removed and the containerd is torn down; the exit status is CMD's
+// pod is removed and the containerd is torn down, and a line names the pods
+// removed; the exit status is CMD's
 // (128+N if signal N ended it or the start). SIGPIPE is caught, not
 // ignored (so CMD does not inherit SIG_IGN): a closed output pipe cannot
 // kill withcontainerd before its teardown. Only SIGKILL can; then run

@@ -9,8 +9,10 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
@@ -83,13 +85,52 @@ func run(args []string) int {
 	} else {
 		status = supervise(c, cfg.argv, sigs)
 	}
+	pods := leftPods(c)
+	if len(pods) > 0 {
+		fmt.Fprintf(os.Stderr, "withcontainerd: %s exited and, as a node agent does, left its pods in place; removing %s and the private %s\n",
+			filepath.Base(cfg.argv[0]), podList(pods), c.Name())
+	}
 	if err := c.Stop(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "withcontainerd: teardown:", err)
 		if status == 0 {
 			status = 1
 		}
+		return status
 	}
+	fmt.Fprintf(os.Stderr, "withcontainerd: removed %s and %s (its root, state, socket, CNI network and cgroups, %s)\n",
+		podList(pods), c.Name(), c.Dir())
 	return status
+}
+
+// leftPods lists namespace/name of every pod sandbox in c; nil when there
+// is none or the runtime does not answer.
+func leftPods(c *ctrdtest.Containerd) []string {
+	if c.Runtime() == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sandboxes, err := c.Runtime().ListPodSandbox(ctx, nil)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, sb := range sandboxes {
+		names = append(names, sb.GetMetadata().GetNamespace()+"/"+sb.GetMetadata().GetName())
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// podList is "no pods", or the number and names of the pods.
+func podList(pods []string) string {
+	switch len(pods) {
+	case 0:
+		return "no pods"
+	case 1:
+		return "1 pod (" + pods[0] + ")"
+	}
+	return fmt.Sprintf("%d pods (%s)", len(pods), strings.Join(pods, ", "))
 }
 
 // startContainerd starts the private containerd; a signal arriving before
