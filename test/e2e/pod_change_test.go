@@ -11,6 +11,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/sources/file"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -157,7 +158,9 @@ spec:
 		}
 
 		// The stubborn container must be running until the grace deadline
-		// and dead within a second after it.
+		// and dead within a second after it. The deadline starts when the
+		// agent takes the manifest as deleted: file.RecreateWindow after
+		// the file went.
 		var stoppedAfter time.Duration
 		waitFor(t, (grace+10)*time.Second, "stubborn container stopped", func() (bool, string) {
 			resp, err := rt.Runtime().ContainerStatus(ctx, stubbornID, false)
@@ -167,8 +170,8 @@ spec:
 			}
 			return false, resp.GetStatus().GetState().String()
 		})
-		if stoppedAfter < grace*time.Second || stoppedAfter > (grace+1)*time.Second+500*time.Millisecond {
-			t.Errorf("stubborn container stopped %v after the delete, want the grace deadline %ds (within a second)", stoppedAfter, grace)
+		if stoppedAfter < grace*time.Second || stoppedAfter > (grace+1)*time.Second+500*time.Millisecond+file.RecreateWindow {
+			t.Errorf("stubborn container stopped %v after the delete, want the grace deadline %ds after the window %v (within a second)", stoppedAfter, grace, file.RecreateWindow)
 		}
 		waitFor(t, 10*time.Second, "stubborn pod gone", func() (bool, string) {
 			return a.pod("stubborn") == nil && !sandboxExists(ctx, t, rt, stubborn.Name), "still there"

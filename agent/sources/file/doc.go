@@ -17,6 +17,13 @@
 // come from manifest.Load, so they carry their static identity: a pod's UID
 // depends on the file's path, not its content, and an edit is an UPDATE.
 //
+// A file that vanishes keeps its pod for RecreateWindow (500ms): a file
+// created at the same path within the window (`git checkout`, `rm f && cp
+// g f`, a delete-then-write, a directory swapped for a new one) is read as
+// an edit of the old one, so the agent sees an UPDATE of the same pod, or
+// nothing when the content is the same, never a REMOVE and an ADD. A real
+// deletion is sent once the window has passed.
+//
 // Changes made through a symlink's target outside the directory raise no
 // event in it; the periodic rescan picks them up.
 package file

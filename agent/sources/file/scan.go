@@ -63,7 +63,14 @@ type fileState struct {
 	pendingSince time.Time
 	// dupMsg is the duplicate-name error last logged for the file.
 	dupMsg string
+	// goneSince is when a scan first found the file missing; zero while
+	// it exists. A vanished file keeps its place in the snapshot until
+	// RecreateWindow has passed since then.
+	goneSince time.Time
 }
+
+// gone reports whether the file vanished and waits out RecreateWindow.
+func (st *fileState) gone() bool { return !st.goneSince.IsZero() }
 
 func newRun(s *Source, logger klog.Logger) *run {
 	return &run{
@@ -92,7 +99,9 @@ func (r *run) scan(dirInfo os.FileInfo, statErr error) {
 			r.logger.Info("Static pod directory does not exist, waiting for it")
 		}
 		r.dirMissing, r.dirErr = true, nil
-		clear(r.files)
+		// A directory swapped for a new one may be missing for a moment:
+		// its files wait out the window like any vanished file.
+		r.vanish(map[string]bool{})
 		return
 	case err != nil:
 		if r.dirErr == nil || r.dirErr.Error() != err.Error() {
@@ -132,14 +141,33 @@ func (r *run) scan(dirInfo os.FileInfo, statErr error) {
 		}
 		r.observe(name, data, err)
 	}
-	for name := range r.files {
-		if !present[name] {
-			delete(r.files, name)
-		}
-	}
+	r.vanish(present)
 	for name := range r.skipped {
 		if _, err := os.Lstat(filepath.Join(r.s.dir, name)); err != nil {
 			delete(r.skipped, name)
+		}
+	}
+}
+
+// vanish handles the files that the scan did not find (those not in
+// present): a file's pod is kept until RecreateWindow has passed since the
+// first scan that missed it, so that a delete-then-create is an edit. A
+// file that has no good pod has nothing to keep and is forgotten at once.
+func (r *run) vanish(present map[string]bool) {
+	now := r.s.clock.Now()
+	for name, st := range r.files {
+		switch {
+		case present[name]:
+		case st.good == nil:
+			delete(r.files, name)
+		case !st.gone():
+			st.goneSince = now
+			r.logger.V(4).Info("Manifest file gone, keeping its pod in case the file is re-created",
+				"file", filepath.Join(r.s.dir, name), "window", RecreateWindow)
+		case now.Sub(st.goneSince) >= RecreateWindow:
+			delete(r.files, name)
+			r.logger.V(4).Info("Manifest file still gone after the window, dropping its pod",
+				"file", filepath.Join(r.s.dir, name), "pod", st.good.Namespace+"/"+st.good.Name)
 		}
 	}
 }
@@ -179,6 +207,12 @@ func (r *run) observe(name string, data []byte, readErr error) {
 	}
 	st := r.files[name]
 	now := r.s.clock.Now()
+	if st != nil && st.gone() {
+		// Re-created within the window: from here on, an edit.
+		st.goneSince = time.Time{}
+		r.logger.V(4).Info("Manifest file re-created within the window: same pod, read as an edit",
+			"file", filepath.Join(r.s.dir, name))
+	}
 	if st == nil {
 		st = &fileState{}
 		r.files[name] = st
@@ -219,20 +253,29 @@ func (r *run) observe(name string, data []byte, readErr error) {
 	st.err, st.pendingErr = nil, nil
 }
 
-// nextQuietCheck returns how long until the first bad content is due for
-// its re-read, and false when no bad content waits.
-func (r *run) nextQuietCheck() (time.Duration, bool) {
+// nextDeadline returns how long until the next rescan is due on its own:
+// the first bad content due for its re-read, or the first vanished file
+// whose window ends; false when nothing waits.
+func (r *run) nextDeadline() (time.Duration, bool) {
 	var first time.Time
 	found := false
+	due := func(t time.Time) {
+		if !found || t.Before(first) {
+			first, found = t, true
+		}
+	}
 	for _, st := range r.files {
-		if st.pendingErr != nil && (!found || st.pendingSince.Before(first)) {
-			first, found = st.pendingSince, true
+		if st.pendingErr != nil {
+			due(st.pendingSince.Add(QuietPeriod))
+		}
+		if st.gone() {
+			due(st.goneSince.Add(RecreateWindow))
 		}
 	}
 	if !found {
 		return 0, false
 	}
-	return max(0, first.Add(QuietPeriod).Sub(r.s.clock.Now())), true
+	return max(0, first.Sub(r.s.clock.Now())), true
 }
 
 // prepare builds the snapshot of the current state and makes it pending
@@ -246,7 +289,10 @@ func (r *run) prepare() {
 // content) and the same errors.
 //
 // Two files may not define the same pod: the first in name order keeps it,
-// the others are reported.
+// the others are reported. A vanished file waiting out RecreateWindow keeps
+// its pod and its place, and a duplicate it is part of stays reported as it
+// was before it vanished, no more: a file renamed (a.yaml to b.yaml) is not
+// reported as a duplicate of itself while the window runs.
 func (r *run) snapshot() (sources.Update, string) {
 	u := sources.Update{Source: sources.File, Pods: []*v1.Pod{}, Origins: map[types.UID]string{}}
 	var key strings.Builder
@@ -270,7 +316,11 @@ func (r *run) snapshot() (sources.Update, string) {
 		if st.good != nil {
 			podName := st.good.Namespace + "/" + st.good.Name
 			if other, taken := owner[podName]; taken {
-				dupMsg = fmt.Sprintf("pod %s is also defined in %s, which comes first: give each static pod its own name", podName, other)
+				if st.gone() || r.files[filepath.Base(other)].gone() {
+					dupMsg = st.dupMsg // as it was: the window settles it
+				} else {
+					dupMsg = fmt.Sprintf("pod %s is also defined in %s, which comes first: give each static pod its own name", podName, other)
+				}
 			} else {
 				owner[podName] = path
 				u.Pods = append(u.Pods, st.good)

@@ -23,6 +23,17 @@ const DefaultCheckFrequency = 20 * time.Second
 // manifest is taken at once.
 const QuietPeriod = 150 * time.Millisecond
 
+// RecreateWindow is how long the pod of a manifest that vanished is kept
+// before the source reports it gone. Many tools replace a file by deleting
+// it and creating it again (`git checkout`, `rm f && cp g f`, a config
+// manager's delete then write, a directory swapped for a new one): a new
+// file at the same path within the window is read as an edit of the old
+// one (the same pod, DESIGN.md rule 7: an UPDATE, or nothing when the
+// content is the same) instead of a REMOVE followed by an ADD. A real
+// deletion reaches the agent this much later than it would without the
+// window. The kubelet has no such window: it recreates the pod.
+const RecreateWindow = 500 * time.Millisecond
+
 // Config configures a Source.
 type Config struct {
 	// Path is the directory of manifests. A relative path is made absolute
@@ -80,10 +91,12 @@ func (s *Source) Run(ctx context.Context, out chan<- sources.Update) {
 
 	ticker := s.clock.NewTicker(s.checkFrequency)
 	defer ticker.Stop()
-	var quiet clock.Timer // fires when the first bad file is due for a re-read; nil when none is
+	// wake fires when the first bad file is due for a re-read or the first
+	// vanished file's window ends; nil when neither waits.
+	var wake clock.Timer
 	defer func() {
-		if quiet != nil {
-			quiet.Stop()
+		if wake != nil {
+			wake.Stop()
 		}
 	}()
 
@@ -93,12 +106,12 @@ func (s *Source) Run(ctx context.Context, out chan<- sources.Update) {
 			rescan = false
 			r.scan(r.ensureWatch())
 			r.prepare()
-			if quiet != nil {
-				quiet.Stop()
-				quiet = nil
+			if wake != nil {
+				wake.Stop()
+				wake = nil
 			}
-			if d, ok := r.nextQuietCheck(); ok {
-				quiet = s.clock.NewTimer(d)
+			if d, ok := r.nextDeadline(); ok {
+				wake = s.clock.NewTimer(d)
 			}
 		}
 
@@ -107,15 +120,15 @@ func (s *Source) Run(ctx context.Context, out chan<- sources.Update) {
 		var (
 			sendC   chan<- sources.Update
 			pending sources.Update
-			quietC  <-chan time.Time
+			wakeC   <-chan time.Time
 			eventsC <-chan fsnotify.Event
 			errorsC <-chan error
 		)
 		if u, ok := r.outbox.Pending(); ok {
 			sendC, pending = out, u
 		}
-		if quiet != nil {
-			quietC = quiet.C()
+		if wake != nil {
+			wakeC = wake.C()
 		}
 		if r.watcher != nil {
 			eventsC, errorsC = r.watcher.Events, r.watcher.Errors
@@ -128,8 +141,8 @@ func (s *Source) Run(ctx context.Context, out chan<- sources.Update) {
 			r.outbox.Sent()
 		case <-ticker.C():
 			rescan = true
-		case <-quietC:
-			quiet = nil
+		case <-wakeC:
+			wake = nil
 			rescan = true
 		case ev, ok := <-eventsC:
 			rescan = true

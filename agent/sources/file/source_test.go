@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
@@ -393,7 +394,7 @@ func TestMissingDirectoryCreatedLater(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	h.expect(0, snap{})
+	h.expect(tick, snap{}) // once RecreateWindow has passed
 
 	create()
 	again := h.expect(freq, snap{pods: []string{"web-node1=nginx:1"}})
@@ -532,5 +533,135 @@ func TestNames(t *testing.T) {
 				t.Errorf("isManifestName = %v, want %v", got, tt.manifest)
 			}
 		})
+	}
+}
+
+// A manifest deleted and created again within RecreateWindow is an edit:
+// the pod keeps its UID, and the source sends an UPDATE of its content or,
+// when the content is the same, nothing. A deletion not followed by a new
+// file removes the pod once the window has passed. The fake clock stands
+// still unless a step moves it, so every snapshot in between shows the pod
+// of the vanished file.
+func TestDeleteThenCreateIsAnEdit(t *testing.T) {
+	web1, web2 := podYAML("web", "nginx:1"), podYAML("web", "nginx:2")
+	marker := func(t *testing.T, d string) { write(t, filepath.Join(d, "marker.yaml"), podYAML("marker", "m:1")) }
+	tests := []struct {
+		name string
+		// replace deletes web.yaml (or its directory) and creates it again.
+		replace func(t *testing.T, dir string)
+		// clockStep advances the fake clock while waiting for the next
+		// Update; the directory swap needs it, as its watch is set up anew.
+		clockStep time.Duration
+		want      snap
+		// sameSeen: the content did not change, so the pod is the one
+		// read first, config.seen and all.
+		sameSeen bool
+	}{
+		{name: "rm then write, changed", replace: func(t *testing.T, d string) {
+			remove(t, filepath.Join(d, "web.yaml"))
+			write(t, filepath.Join(d, "web.yaml"), web2)
+		}, want: snap{pods: []string{"web-node1=nginx:2"}}},
+		{name: "rm then write, unchanged: nothing sent", replace: func(t *testing.T, d string) {
+			remove(t, filepath.Join(d, "web.yaml"))
+			write(t, filepath.Join(d, "web.yaml"), web1)
+			marker(t, d) // the next Update is the marker's
+		}, want: snap{pods: []string{"marker-node1=m:1", "web-node1=nginx:1"}}, sameSeen: true},
+		{name: "rm then mv a new file in", replace: func(t *testing.T, d string) {
+			write(t, filepath.Join(d, "web.yaml.new"), web2)
+			remove(t, filepath.Join(d, "web.yaml"))
+			rename(t, filepath.Join(d, "web.yaml.new"), filepath.Join(d, "web.yaml"))
+		}, want: snap{pods: []string{"web-node1=nginx:2"}}},
+		{name: "rm then written in two parts", replace: func(t *testing.T, d string) {
+			remove(t, filepath.Join(d, "web.yaml"))
+			cut := strings.Index(web2, "spec:")
+			write(t, filepath.Join(d, "web.yaml"), web2[:cut]) // no containers: bad, not reported yet
+			write(t, filepath.Join(d, "web.yaml"), web2)
+		}, want: snap{pods: []string{"web-node1=nginx:2"}}},
+		{name: "directory swapped for a new one", clockStep: RecreateWindow / 20, replace: func(t *testing.T, d string) {
+			staged := d + ".new"
+			if err := os.Mkdir(staged, 0o750); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(staged, "web.yaml"), web1)
+			marker(t, staged)
+			if err := os.RemoveAll(d); err != nil {
+				t.Fatal(err)
+			}
+			rename(t, staged, d)
+		}, want: snap{pods: []string{"marker-node1=m:1", "web-node1=nginx:1"}}, sameSeen: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "manifests")
+			if err := os.Mkdir(dir, 0o750); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(dir, "web.yaml"), web1)
+			h := start(t, dir, long)
+			first := h.expect(0, snap{pods: []string{"web-node1=nginx:1"}}).Pods[0]
+			tt.replace(t, dir)
+			u := h.expect(tt.clockStep, tt.want)
+			var again *v1.Pod
+			for _, p := range u.Pods {
+				if p.Name == "web-node1" {
+					again = p
+				}
+			}
+			if again.UID != first.UID {
+				t.Errorf("UID changed from %s to %s: the re-created file must be the same pod", first.UID, again.UID)
+			}
+			const seen = "kubernetes.io/config.seen"
+			if tt.sameSeen && again.Annotations[seen] != first.Annotations[seen] {
+				t.Errorf("unchanged content was read as a new pod: %s %q, was %q", seen, again.Annotations[seen], first.Annotations[seen])
+			}
+			if logs := h.logs.String(); strings.Contains(logs, "Skipping") {
+				t.Errorf("the replacement logged a refusal:\n%s", logs)
+			}
+		})
+	}
+}
+
+// A deleted manifest's pod stays for RecreateWindow, then goes; a file
+// created after the window is a new read (its pod gets a new config.seen).
+func TestDeleteRemovesAfterWindow(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "web.yaml"), podYAML("web", "nginx:1"))
+	h := start(t, dir, long)
+	first := h.expect(0, snap{pods: []string{"web-node1=nginx:1"}}).Pods[0]
+
+	remove(t, filepath.Join(dir, "web.yaml"))
+	write(t, filepath.Join(dir, "api.yaml"), podYAML("api", "api:1"))
+	// The clock stands still: the pod of web.yaml is still sent.
+	h.expect(0, snap{pods: []string{"api-node1=api:1", "web-node1=nginx:1"}})
+	// Just short of the window, nothing changes; at the window, the pod goes.
+	h.clock.Step(RecreateWindow - time.Millisecond)
+	write(t, filepath.Join(dir, "api.yaml"), podYAML("api", "api:2"))
+	h.expect(0, snap{pods: []string{"api-node1=api:2", "web-node1=nginx:1"}})
+	h.clock.Step(time.Millisecond)
+	h.expect(0, snap{pods: []string{"api-node1=api:2"}})
+
+	write(t, filepath.Join(dir, "web.yaml"), podYAML("web", "nginx:1"))
+	again := h.expect(0, snap{pods: []string{"api-node1=api:2", "web-node1=nginx:1"}}).Pods[1]
+	if again.UID != first.UID {
+		t.Errorf("UID %s, want the path's %s", again.UID, first.UID)
+	}
+}
+
+// A manifest renamed to another name defines the same pod from another
+// path: while the window of the old name runs, the new file is not
+// reported as a duplicate; then the pod moves to the new file (a new UID,
+// as the path is part of the identity).
+func TestRenameIsNotADuplicate(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.yaml"), podYAML("web", "nginx:1"))
+	h := start(t, dir, long)
+	first := h.expect(0, snap{pods: []string{"web-node1=nginx:1"}}).Pods[0]
+	rename(t, filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml"))
+	moved := h.expect(tick, snap{pods: []string{"web-node1=nginx:1"}}).Pods[0]
+	if moved.UID == first.UID {
+		t.Errorf("UID kept after the manifest moved to another file")
+	}
+	if logs := h.logs.String(); strings.Contains(logs, "Skipping duplicate") {
+		t.Errorf("the rename was reported as a duplicate:\n%s", logs)
 	}
 }
