@@ -111,15 +111,6 @@ spec:
 			cs := containerStatus(p, "crash")
 			return cs != nil && cs.RestartCount == 1 && cs.State.Running != nil, describe(p)
 		})
-		// RESTARTS says how long ago, as kubectl does; -n drops NAMESPACE.
-		out, stderr, err = a.cli("pods", "-n", "default")
-		if err != nil {
-			t.Fatalf("pods -n default: %v: %s", err, stderr)
-		}
-		a.checkPodsTable(t, out, false, a.podName("chatty")+`\s+\d/2\s+\S+\s+1 \(\d+s ago\)\s+\S+\s+\S+\s+`+a.node+`\s+<none>\s+<none>`)
-		if _, stderr, err := a.cli("pods", "-n", "nope"); err != nil || strings.TrimSpace(stderr) != "No resources found in nope namespace." {
-			t.Errorf("pods -n nope: %v, stderr %q", err, stderr)
-		}
 		cur, _, err1 := a.cli("logs", "chatty", "-c", "crash")
 		prev, _, err2 := a.cli("logs", "chatty", "-c", "crash", "--previous")
 		if err1 != nil || err2 != nil || !strings.HasPrefix(prev, "started-at-") || cur == prev {
@@ -138,6 +129,16 @@ spec:
 			if err == nil || !strings.Contains(stderr, tc.want) {
 				t.Errorf("%v: %v, stderr %q; want an error saying %q", tc.args, err, stderr, tc.want)
 			}
+		}
+
+		// RESTARTS says how long ago, as kubectl does; -n drops NAMESPACE.
+		out, stderr, err = a.cli("pods", "-n", "default")
+		if err != nil {
+			t.Fatalf("pods -n default: %v: %s", err, stderr)
+		}
+		a.checkPodsTable(t, out, false, a.podName("chatty")+`\s+\d/2\s+\S+\s+[1-9]\d* \(\d+s ago\)\s+\S+\s+\S+\s+`+a.node+`\s+<none>\s+<none>`)
+		if _, stderr, err := a.cli("pods", "-n", "nope"); err != nil || strings.TrimSpace(stderr) != "No resources found in nope namespace." {
+			t.Errorf("pods -n nope: %v, stderr %q", err, stderr)
 		}
 	})
 	t.Run("agent down", func(t *testing.T) {
