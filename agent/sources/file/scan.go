@@ -161,7 +161,10 @@ func (r *run) vanish(present map[string]bool) {
 		case st.good == nil:
 			delete(r.files, name)
 		case !st.gone():
-			st.goneSince = now
+			// What was read last is gone with the file: a content not yet
+			// judged (pendingErr) is dropped, and the file's next content
+			// is compared with its good and reported ones only.
+			st.goneSince, st.hash, st.pendingErr = now, [sha256.Size]byte{}, nil
 			r.logger.V(4).Info("Manifest file gone, keeping its pod in case the file is re-created",
 				"file", filepath.Join(r.s.dir, name), "window", RecreateWindow)
 		case now.Sub(st.goneSince) >= RecreateWindow:

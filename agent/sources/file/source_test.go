@@ -665,3 +665,19 @@ func TestRenameIsNotADuplicate(t *testing.T) {
 		t.Errorf("the rename was reported as a duplicate:\n%s", logs)
 	}
 }
+
+// A file whose new content is bad and not reported yet, deleted and
+// created again with the same bad content, is reported once the quiet
+// period has passed, while the pod of its last good content keeps running.
+func TestRecreatedBadContentIsReported(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "web.yaml")
+	write(t, path, podYAML("web", "nginx:1"))
+	h := start(t, dir, long)
+	h.expect(0, snap{pods: []string{"web-node1=nginx:1"}})
+	bad := strings.Replace(podYAML("web", "nginx:2"), "image:", "imagee:", 1)
+	write(t, path, bad)
+	remove(t, path)
+	write(t, path, bad)
+	h.expect(tick, snap{pods: []string{"web-node1=nginx:1"}, errs: []string{"web.yaml"}})
+}
