@@ -9,12 +9,15 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/sources/file"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
+// editPod is the pod "edit" of two containers: a logs "a-started" and
+// exits on SIGTERM; b runs bCommand.
 func editPod(image, bCommand string) string {
 	return fmt.Sprintf(`
 apiVersion: v1
@@ -26,7 +29,7 @@ spec:
   containers:
   - name: a
     image: %[1]s
-    command: ["sleep", "3600"]
+    command: ["sh", "-c", "trap 'exit 0' TERM; echo a-started; while true; do sleep 1 & wait; done"]
   - name: b
     image: %[1]s
     command: ["sh", "-c", %[2]q]
@@ -47,16 +50,7 @@ func TestEditRestartsOnlyChangedContainer(t *testing.T) {
 		}
 
 		a.writeManifest("edit.yaml", editPod(env.busybox, "echo two; exec sleep 3600"))
-		oldB := containerStatus(before, "b").ContainerID
-		var after = before
-		waitFor(t, 30*time.Second, "b restarted with the new spec", func() (bool, string) {
-			after = a.pod("edit")
-			if after == nil {
-				return false, "pod gone"
-			}
-			b := containerStatus(after, "b")
-			return b != nil && b.ContainerID != oldB && b.State.Running != nil, describe(after)
-		})
+		after := a.waitReplaced("edit", "b", before)
 
 		if after.UID != before.UID {
 			t.Errorf("UID changed from %s to %s on edit; static pod identity must be stable", before.UID, after.UID)
@@ -185,10 +179,13 @@ spec:
 		if len(sandboxes)+len(containers) != 0 {
 			t.Errorf("runtime still holds %d sandboxes and %d containers of the node", len(sandboxes), len(containers))
 		}
+		// The worker removes the pod's logs right after its sandbox, so
+		// they may outlive the sandbox by a moment.
 		for _, p := range []string{a.containerLog(polite, "main", 0), a.containerLog(stubborn, "main", 0)} {
-			if _, err := os.Stat(p); !os.IsNotExist(err) {
-				t.Errorf("log %s still exists after the pod is gone (err %v)", p, err)
-			}
+			waitFor(t, 10*time.Second, "log "+p+" removed with its pod", func() (bool, string) {
+				_, err := os.Stat(p)
+				return os.IsNotExist(err), fmt.Sprintf("stat: %v", err)
+			})
 		}
 	})
 }
@@ -229,6 +226,23 @@ spec:
 			return sandboxes[0].State == runtimeapi.PodSandboxState_SANDBOX_NOTREADY, sandboxes[0].State.String()
 		})
 	})
+}
+
+// waitReplaced waits until container of the static pod name runs in a
+// new instance, not the one it ran in before, and returns the pod.
+func (a *agent) waitReplaced(name, container string, before *v1.Pod) *v1.Pod {
+	a.t.Helper()
+	old := containerStatus(before, container).ContainerID
+	var after *v1.Pod
+	waitFor(a.t, 30*time.Second, container+" restarted with the new spec", func() (bool, string) {
+		after = a.pod(name)
+		if after == nil {
+			return false, "pod gone"
+		}
+		cs := containerStatus(after, container)
+		return cs != nil && cs.ContainerID != old && cs.State.Running != nil, describe(after)
+	})
+	return after
 }
 
 func sandboxExists(ctx context.Context, t *testing.T, rt *ctrdtest.Containerd, podName string) bool {

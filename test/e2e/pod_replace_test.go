@@ -13,26 +13,6 @@ import (
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
-// replacePod has two containers that handle SIGTERM at once: a never
-// changes, b runs bCommand.
-func replacePod(image, bCommand string) string {
-	return fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata:
-  name: replace
-spec:
-  terminationGracePeriodSeconds: 10
-  containers:
-  - name: a
-    image: %[1]s
-    command: ["sh", "-c", "trap 'exit 0' TERM; echo a-started; while true; do sleep 1 & wait; done"]
-  - name: b
-    image: %[1]s
-    command: ["sh", "-c", %[2]q]
-`, image, bCommand)
-}
-
 // A manifest deleted and created again at once, with one container
 // changed (what `git checkout web.yaml` or `rm f && cp g f` does), is an
 // edit: the pod keeps its UID, sandbox and IP; the unchanged container
@@ -44,11 +24,11 @@ func TestDeleteThenCreateIsAnEdit(t *testing.T) {
 		a := startAgent(t, rt)
 		const bOne = "trap 'exit 0' TERM; echo one; while true; do sleep 1 & wait; done"
 		const bTwo = "trap 'exit 0' TERM; echo two; while true; do sleep 1 & wait; done"
-		path := filepath.Join(a.manifest, "replace.yaml")
-		if err := os.WriteFile(path, []byte(replacePod(env.busybox, bOne)), 0o644); err != nil {
+		path := filepath.Join(a.manifest, "edit.yaml")
+		if err := os.WriteFile(path, []byte(editPod(env.busybox, bOne)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		before := a.waitRunning("replace", 60*time.Second)
+		before := a.waitRunning("edit", 60*time.Second)
 		if before.Status.PodIP == "" {
 			t.Fatalf("pod has no IP: %s", describe(before))
 		}
@@ -67,19 +47,10 @@ func TestDeleteThenCreateIsAnEdit(t *testing.T) {
 		if err := os.Remove(path); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(path, []byte(replacePod(env.busybox, bTwo)), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(editPod(env.busybox, bTwo)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		oldB := containerStatus(before, "b").ContainerID
-		var after = before
-		waitFor(t, 30*time.Second, "b restarted with the new spec", func() (bool, string) {
-			after = a.pod("replace")
-			if after == nil {
-				return false, "pod gone"
-			}
-			b := containerStatus(after, "b")
-			return b != nil && b.ContainerID != oldB && b.State.Running != nil, describe(after)
-		})
+		after := a.waitReplaced("edit", "b", before)
 
 		if after.UID != before.UID {
 			t.Errorf("UID changed from %s to %s: the re-created manifest made a new pod", before.UID, after.UID)
@@ -121,7 +92,7 @@ func TestDeleteThenCreateIsAnEdit(t *testing.T) {
 		}
 		var offPods time.Duration
 		waitFor(t, 30*time.Second, "pod terminated and removed", func() (bool, string) {
-			if offPods == 0 && a.pod("replace") == nil {
+			if offPods == 0 && a.pod("edit") == nil {
 				offPods = time.Since(start)
 			}
 			return offPods != 0 && !sandboxExists(ctx, t, rt, after.Name), "still there"
