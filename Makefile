@@ -6,17 +6,23 @@ LDFLAGS := -X github.com/minikubelet/minikubelet/internal/version.Version=$(VERS
 export MINIKUBELET_CACHE ?= /var/cache/minikubelet
 GOLANGCI_LINT_VERSION := v2.15.0
 
-.PHONY: all build prepare run test unit lint bench fuzz faults clean install uninstall
+.PHONY: all build prepare prepare-run images run test unit lint bench fuzz faults clean install uninstall
 all: build
 
 build: ## bin/minikubelet and the test bed's tools
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/minikubelet ./cmd/minikubelet
 	CGO_ENABLED=0 $(GO) build -o bin/ ./test/ctrdtest/cmd/withcontainerd ./test/ctrdtest/cmd/bedclean
 
-prepare: ## install what is missing, build containerd 2.x and the test images (cached)
-	bash test/scripts/prepare.sh
+prepare: ## install what the tests need: containerd 1.6 and 2.x, the test images, a registry, kube-apiserver, etcd (cached)
+	bash test/scripts/prepare.sh test
 
-run: prepare build ## run minikubelet on examples/manifests against a private containerd
+prepare-run: ## install only what make run needs: runc, CNI plugins, containerd 2.x, the pause and busybox images (cached)
+	bash test/scripts/prepare.sh run
+
+images: ## the examples' images as OCI tarballs: $(MINIKUBELET_CACHE)/images/{pause,busybox}.tar
+	bash test/scripts/prepare.sh images
+
+run: prepare-run build ## run minikubelet on examples/manifests against a private containerd
 	bash test/scripts/run.sh
 
 test: prepare build ## every test: unit and integration, against containerd 1.6 and 2.x

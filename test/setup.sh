@@ -6,7 +6,9 @@
 #
 # It installs the build tools (make, gcc, git, curl) from Debian, makes sure a
 # Go toolchain new enough for go.mod is there, then hands over to `make TARGET`
-# (make prepare installs the runtime side: containerd, runc, CNI plugins, images).
+# (`make run` installs only what running needs, test/scripts/prepare.sh run:
+# runc, CNI plugins, containerd 2.x, the pause and busybox images; `make test`
+# everything the tests need, prepare.sh test).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,8 +46,9 @@ for candidate in "$(command -v go 2>/dev/null || true)" /usr/local/go/bin/go; do
 done
 if [[ -z "$GO" ]]; then
 	# Go publishes its toolchains as modules; fetch one through the module
-	# proxy the machine is configured with.
-	proxy=${GOPROXY%%,*}
+	# proxy the machine is configured with (GOPROXY), else Go's default.
+	proxy=${GOPROXY:-https://proxy.golang.org}
+	proxy=${proxy%%,*}
 	[[ -n "$proxy" && "$proxy" != direct && "$proxy" != off ]] ||
 		die "no Go >= $want found; install it under /usr/local/go (or set GOPROXY to a Go module proxy) and re-run"
 	arch=$(dpkg --print-architecture)

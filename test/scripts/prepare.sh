@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
-# prepare.sh: set up the minikubelet integration test bed on this machine.
+# prepare.sh: set up what minikubelet runs against on this machine.
+#
+#   prepare.sh [test]   everything the test suite needs (make prepare, make test)
+#   prepare.sh run      only what `make run` needs: the runtime and the two images
+#   prepare.sh images   only the pause and busybox image tarballs
 #
 # Run as root. Idempotent, and fast (well under 2 s) when everything is cached:
-#   1. installs the Debian packages the bed needs (apt-get only if one is missing);
+#   1. installs the Debian packages the mode needs (apt-get only if one is
+#      missing): RUN_PACKAGES for run, TEST_PACKAGES as well for test;
 #   2. builds containerd $CONTAINERD_VERSION from the Go module proxy into
-#      $MINIKUBELET_CACHE/containerd-$CONTAINERD_VERSION/bin (skipped if present);
-#   3. builds the local pause and busybox OCI image tarballs into
-#      $MINIKUBELET_CACHE/images (rebuilt only when their sources change);
-#   4. builds kube-apiserver and kubectl $KUBE_VERSION and etcd $ETCD_VERSION from
-#      the Go module proxy into $MINIKUBELET_CACHE/kube-$KUBE_VERSION/bin and
-#      $MINIKUBELET_CACHE/etcd-$ETCD_VERSION/bin (skipped when their stamp is there;
-#      about 6 minutes cold on 2 cores) for the node-mode tests;
-#   5. writes $MINIKUBELET_CACHE/bed.json, read by test/ctrdtest.LoadBed.
+#      $MINIKUBELET_CACHE/containerd-$CONTAINERD_VERSION/bin (skipped if present;
+#      in run mode only when MINIKUBELET_RUNTIME, the runtime run.sh uses, is
+#      containerd-2.1, the default);
+#   3. builds the local OCI image tarballs into $MINIKUBELET_CACHE/images
+#      (each rebuilt only when its sources change): pause and busybox, and in
+#      test mode probeserver;
+#   4. test mode: builds kube-apiserver and kubectl $KUBE_VERSION and etcd
+#      $ETCD_VERSION from the Go module proxy into $MINIKUBELET_CACHE/kube-$KUBE_VERSION/bin
+#      and $MINIKUBELET_CACHE/etcd-$ETCD_VERSION/bin (skipped when their stamp is
+#      there; about 6 minutes cold on 2 cores) for the node-mode tests;
+#   5. writes $MINIKUBELET_CACHE/bed.json, read by test/ctrdtest.LoadBed: it
+#      lists what is there, so a run after a test preparation keeps every entry.
 #
 # Environment: MINIKUBELET_CACHE (default /var/cache/minikubelet), GO (default:
-# go on PATH, else /usr/local/go/bin/go).
+# go on PATH, else /usr/local/go/bin/go), MINIKUBELET_RUNTIME (run mode).
 set -euo pipefail
 
 CONTAINERD_VERSION=v2.1.4
@@ -35,13 +44,20 @@ BUSYBOX_REF=localhost/minikubelet/busybox:1.35
 PROBE_REF=localhost/minikubelet/probeserver:1.0
 BUSYBOX_BIN=/bin/busybox
 IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-# docker-registry, apache2-utils (htpasswd) and skopeo serve the image pull
-# tests: a local registry, its htpasswd auth, and pushing the cached images.
-# dbus-daemon and systemd (for systemd-logind) serve the graceful node
-# shutdown tests: a private system bus with the real logind on it; systemd
-# also brings systemd-analyze, which verifies examples/minikubelet.service.
-PACKAGES=(containerd runc containernetworking-plugins busybox-static iproute2 util-linux
-	docker-registry apache2-utils skopeo dbus-daemon systemd)
+# What running needs: runc, the CNI plugins (bridge, host-local, loopback,
+# in /usr/lib/cni), busybox-static (the busybox image is made of it),
+# iproute2 and util-linux (nsenter, mount: the bed's network and teardown).
+# containerd 1.6 comes from Debian; run mode installs it only when run.sh
+# uses it (MINIKUBELET_RUNTIME=containerd-1.6).
+RUN_PACKAGES=(runc containernetworking-plugins busybox-static iproute2 util-linux)
+# What the tests need beyond that: containerd 1.6 (the suite runs on both
+# versions). docker-registry, apache2-utils (htpasswd) and skopeo serve the
+# image pull tests: a local registry, its htpasswd auth, and pushing the
+# cached images. dbus-daemon and systemd (for systemd-logind) serve the
+# graceful node shutdown tests: a private system bus with the real logind on
+# it; systemd also brings systemd-analyze, which verifies
+# examples/minikubelet.service.
+TEST_PACKAGES=(containerd docker-registry apache2-utils skopeo dbus-daemon systemd)
 
 CACHE=${MINIKUBELET_CACHE:-/var/cache/minikubelet}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -61,10 +77,10 @@ find_go() {
 	echo /usr/local/go/bin/go
 }
 
-# install_packages installs whichever of $PACKAGES is not installed.
+# install_packages installs whichever of the packages named is not installed.
 install_packages() {
 	local missing=() p status
-	for p in "${PACKAGES[@]}"; do
+	for p in "$@"; do
 		status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
 		[[ "$status" == installed ]] || missing+=("$p")
 	done
@@ -224,67 +240,104 @@ images_stamp() {
 	} | sha256sum | cut -d' ' -f1
 }
 
-# build_images rebuilds pause.tar and busybox.tar when their stamp changed.
+# build_images NAME... builds the named image tarballs (pause, busybox,
+# probeserver) into $IMAGES_DIR, each only when its stamp changed.
 build_images() {
-	local stamp_file="$IMAGES_DIR/.stamp" want
+	local want name todo=()
 	want=$(images_stamp)
-	if [[ -f "$IMAGES_DIR/pause.tar" && -f "$IMAGES_DIR/busybox.tar" && -f "$IMAGES_DIR/probeserver.tar" &&
-		"$(cat "$stamp_file" 2>/dev/null)" == "$want" ]]; then
-		return
-	fi
-	log "building images into $IMAGES_DIR"
-	mkdir -p "$IMAGES_DIR"
-	local tmp="$WORK/images"
-	mkdir -p "$tmp"
-	(
-		cd "$REPO"
-		CGO_ENABLED=0 GOFLAGS=-buildvcs=false "$GO" build -trimpath -ldflags='-s -w' -o "$tmp/pause" ./test/images/pause
-		CGO_ENABLED=0 GOFLAGS=-buildvcs=false "$GO" build -trimpath -ldflags='-s -w' -o "$tmp/probeserver" ./test/images/probeserver
-		GOFLAGS=-buildvcs=false "$GO" build -o "$tmp/mkimage" ./test/images/mkimage
-	)
-	"$tmp/mkimage" -ref "$PAUSE_REF" -o "$IMAGES_DIR/pause.tar" \
-		-file "/pause=$tmp/pause:0755" -entrypoint /pause
-	"$tmp/mkimage" -ref "$PROBE_REF" -o "$IMAGES_DIR/probeserver.tar" \
-		-file "/probeserver=$tmp/probeserver:0755" -dir /tmp:1777 \
+	for name in "$@"; do
+		if [[ ! -f "$IMAGES_DIR/$name.tar" || "$(cat "$IMAGES_DIR/.$name.stamp" 2>/dev/null)" != "$want" ]]; then
+			todo+=("$name")
+		fi
+	done
+	[[ ${#todo[@]} -eq 0 ]] && return
+	log "building images ${todo[*]} into $IMAGES_DIR"
+	mkdir -p "$IMAGES_DIR" "$WORK/images"
+	(cd "$REPO" && GOFLAGS=-buildvcs=false "$GO" build -o "$WORK/images/mkimage" ./test/images/mkimage)
+	for name in "${todo[@]}"; do
+		"image_$name" "$WORK/images"
+		echo "$want" >"$IMAGES_DIR/.$name.stamp"
+	done
+}
+
+# static_binary builds the Go package $2 of the repo as a static binary $1.
+static_binary() {
+	(cd "$REPO" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false "$GO" build -trimpath -ldflags='-s -w' -o "$1" "$2")
+}
+
+# image_pause, image_probeserver and image_busybox write one tarball each,
+# using the scratch dir $1 (which holds mkimage).
+image_pause() {
+	static_binary "$1/pause" ./test/images/pause
+	"$1/mkimage" -ref "$PAUSE_REF" -o "$IMAGES_DIR/pause.tar" \
+		-file "/pause=$1/pause:0755" -entrypoint /pause
+}
+
+image_probeserver() {
+	static_binary "$1/probeserver" ./test/images/probeserver
+	"$1/mkimage" -ref "$PROBE_REF" -o "$IMAGES_DIR/probeserver.tar" \
+		-file "/probeserver=$1/probeserver:0755" -dir /tmp:1777 \
 		-entrypoint /probeserver -cmd serve
+}
+
+image_busybox() {
 	local args=() applet
 	for applet in $("$BUSYBOX_BIN" --list); do
 		[[ "$applet" == busybox ]] || args+=(-symlink "/bin/$applet=busybox")
 	done
-	"$tmp/mkimage" -ref "$BUSYBOX_REF" -o "$IMAGES_DIR/busybox.tar" \
+	"$1/mkimage" -ref "$BUSYBOX_REF" -o "$IMAGES_DIR/busybox.tar" \
 		-file "/bin/busybox=$BUSYBOX_BIN:0755" \
 		-file "/etc/passwd=$REPO/test/images/busybox/passwd:0644" \
 		-file "/etc/group=$REPO/test/images/busybox/group:0644" \
 		-dir /etc:0755 -dir /root:0700 -dir /tmp:1777 \
 		-env "$IMAGE_PATH_ENV" -cmd sh "${args[@]}"
-	echo "$want" >"$stamp_file"
 }
 
-# write_bed writes bed.json (keep in sync with ctrdtest.Bed), replacing it
-# only when its content changes.
+# write_bed writes bed.json (keep in sync with ctrdtest.Bed) with what is
+# there: the runtimes, images and cluster binaries that exist, so that a run
+# preparation after a test one keeps every entry. It replaces the file only
+# when its content changes.
 write_bed() {
-	local runc cni=/usr/lib/cni tmp
+	local runc cni=/usr/lib/cni tmp runtimes=() images=() extra=()
 	runc=$(command -v runc) || die "runc not found"
 	[[ -x "$cni/bridge" && -x "$cni/host-local" && -x "$cni/loopback" ]] || die "CNI plugins missing in $cni"
+	if [[ -x /usr/bin/containerd ]]; then
+		runtimes+=('{"name": "containerd-1.6", "containerd": "/usr/bin/containerd", "ctr": "/usr/bin/ctr", "binDir": "/usr/bin", "configVersion": 2}')
+	fi
+	if [[ -x "$CTRD2_DIR/bin/containerd" ]]; then
+		runtimes+=("{\"name\": \"containerd-2.1\", \"containerd\": \"$CTRD2_DIR/bin/containerd\", \"ctr\": \"$CTRD2_DIR/bin/ctr\", \"binDir\": \"$CTRD2_DIR/bin\", \"configVersion\": 3}")
+	fi
+	[[ ${#runtimes[@]} -gt 0 ]] || die "no containerd: neither /usr/bin/containerd nor $CTRD2_DIR/bin/containerd"
+	local ref role
+	for role in pause busybox probeserver; do
+		case $role in
+		pause) ref=$PAUSE_REF ;;
+		busybox) ref=$BUSYBOX_REF ;;
+		probeserver) ref=$PROBE_REF ;;
+		esac
+		[[ -f "$IMAGES_DIR/$role.tar" ]] && images+=("{\"ref\": \"$ref\", \"tar\": \"$IMAGES_DIR/$role.tar\", \"role\": \"$role\"}")
+	done
+	[[ -x "$KUBE_DIR/bin/kube-apiserver" ]] && extra+=("\"kubeAPIServer\": \"$KUBE_DIR/bin/kube-apiserver\"")
+	[[ -x "$KUBE_DIR/bin/kubectl" ]] && extra+=("\"kubectl\": \"$KUBE_DIR/bin/kubectl\"")
+	[[ -x "$ETCD_DIR/bin/etcd" ]] && extra+=("\"etcd\": \"$ETCD_DIR/bin/etcd\"")
 	tmp=$(mktemp "$CACHE/.bed.json.XXXXXX")
-	cat >"$tmp" <<-EOF
-		{
-		  "runtimes": [
-		    {"name": "containerd-1.6", "containerd": "/usr/bin/containerd", "ctr": "/usr/bin/ctr", "binDir": "/usr/bin", "configVersion": 2},
-		    {"name": "containerd-2.1", "containerd": "$CTRD2_DIR/bin/containerd", "ctr": "$CTRD2_DIR/bin/ctr", "binDir": "$CTRD2_DIR/bin", "configVersion": 3}
-		  ],
-		  "runc": "$runc",
-		  "cniBinDir": "$cni",
-		  "images": [
-		    {"ref": "$PAUSE_REF", "tar": "$IMAGES_DIR/pause.tar", "role": "pause"},
-		    {"ref": "$BUSYBOX_REF", "tar": "$IMAGES_DIR/busybox.tar", "role": "busybox"},
-		    {"ref": "$PROBE_REF", "tar": "$IMAGES_DIR/probeserver.tar", "role": "probeserver"}
-		  ],
-		  "kubeAPIServer": "$KUBE_DIR/bin/kube-apiserver",
-		  "kubectl": "$KUBE_DIR/bin/kubectl",
-		  "etcd": "$ETCD_DIR/bin/etcd"
-		}
-	EOF
+	{
+		echo '{'
+		echo '  "runtimes": ['
+		join_lines '    ' "${runtimes[@]}"
+		echo '  ],'
+		echo "  \"runc\": \"$runc\","
+		echo "  \"cniBinDir\": \"$cni\","
+		echo '  "images": ['
+		join_lines '    ' "${images[@]}"
+		if [[ ${#extra[@]} -gt 0 ]]; then
+			echo '  ],'
+			join_lines '  ' "${extra[@]}"
+		else
+			echo '  ]'
+		fi
+		echo '}'
+	} >"$tmp"
 	chmod 0644 "$tmp"
 	if cmp -s "$tmp" "$CACHE/bed.json"; then
 		rm -f "$tmp"
@@ -293,19 +346,59 @@ write_bed() {
 	fi
 }
 
+# join_lines INDENT ITEM... prints the items one a line, comma-separated.
+join_lines() {
+	local indent=$1 i
+	shift
+	for ((i = 1; i <= $#; i++)); do
+		if ((i < $#)); then
+			echo "$indent${!i},"
+		else
+			echo "$indent${!i}"
+		fi
+	done
+}
+
 main() {
+	local mode=${1:-test}
+	case $mode in
+	run | test | images) ;;
+	*) die "usage: prepare.sh [test|run|images]" ;;
+	esac
 	[[ $(id -u) -eq 0 ]] || die "run as root"
 	mkdir -p "$CACHE"
 	exec 9>"$CACHE/.prepare.lock"
 	flock 9
 	WORK=$(mktemp -d "$CACHE/.work.XXXXXX")
 	trap 'rm -rf "$WORK"' EXIT
-	install_packages
-	GO=$(find_go)
-	build_containerd2
-	build_images
-	build_etcd
-	build_kube
+	case $mode in
+	images)
+		install_packages busybox-static
+		GO=$(find_go)
+		build_images pause busybox
+		log "images ready: $IMAGES_DIR/pause.tar ($PAUSE_REF), $IMAGES_DIR/busybox.tar ($BUSYBOX_REF)"
+		return
+		;;
+	run)
+		local runtime=${MINIKUBELET_RUNTIME:-containerd-2.1}
+		case $runtime in
+		containerd-2.1) install_packages "${RUN_PACKAGES[@]}" ;;
+		containerd-1.6) install_packages "${RUN_PACKAGES[@]}" containerd ;;
+		*) die "MINIKUBELET_RUNTIME=$runtime: want containerd-2.1 or containerd-1.6" ;;
+		esac
+		GO=$(find_go)
+		[[ $runtime == containerd-2.1 ]] && build_containerd2
+		build_images pause busybox
+		;;
+	test)
+		install_packages "${RUN_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+		GO=$(find_go)
+		build_containerd2
+		build_images pause busybox probeserver
+		build_etcd
+		build_kube
+		;;
+	esac
 	write_bed
 	log "bed ready: $CACHE/bed.json"
 }
