@@ -57,11 +57,14 @@ PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 UNITDIR ?= /etc/systemd/system
 CONFDIR ?= /etc/minikubelet
+# The static pod directory of examples/config.yaml (staticPodPath), as the kubelet's.
+MANIFESTDIR := /etc/kubernetes/manifests
 # systemctl acts only without DESTDIR and when systemd runs (sd_booted).
 SYSTEMD_RUNNING = $(if $(DESTDIR),,$(wildcard /run/systemd/system))
 
-install: build ## the binary, the systemd unit and examples/config.yaml (an existing config is kept)
+install: build ## the binary, the systemd unit, examples/config.yaml (an existing config is kept), /etc/kubernetes/manifests
 	install -D -m 0755 bin/minikubelet $(DESTDIR)$(BINDIR)/minikubelet
+	install -d -m 0755 $(DESTDIR)$(MANIFESTDIR)
 	mkdir -p $(DESTDIR)$(UNITDIR)
 	sed -e 's|/usr/local/bin/minikubelet|$(BINDIR)/minikubelet|' -e 's|/etc/minikubelet/config.yaml|$(CONFDIR)/config.yaml|' \
 		examples/minikubelet.service >$(DESTDIR)$(UNITDIR)/minikubelet.service.tmp
@@ -75,7 +78,8 @@ install: build ## the binary, the systemd unit and examples/config.yaml (an exis
 	$(if $(SYSTEMD_RUNNING),systemctl daemon-reload)
 
 # uninstall stops and disables the service, removes the binary and the unit,
-# and removes the config only if it is still examples/config.yaml unchanged.
+# removes the config only if it is still examples/config.yaml unchanged, and
+# the manifest directory only if it is empty.
 uninstall: ## undo make install; a config that was edited is kept
 	$(if $(SYSTEMD_RUNNING),if [ -e $(UNITDIR)/minikubelet.service ]; then systemctl disable --now minikubelet.service; fi)
 	rm -f $(DESTDIR)$(BINDIR)/minikubelet $(DESTDIR)$(UNITDIR)/minikubelet.service
@@ -87,6 +91,8 @@ uninstall: ## undo make install; a config that was edited is kept
 		fi; \
 	fi
 	if [ -d $(DESTDIR)$(CONFDIR) ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(CONFDIR); fi
+	@# The manifest directory goes only if empty (so does /etc/kubernetes): pods stay defined.
+	if [ -d $(DESTDIR)$(MANIFESTDIR) ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(MANIFESTDIR) $(DESTDIR)$(dir $(MANIFESTDIR)); fi
 	$(if $(SYSTEMD_RUNNING),systemctl daemon-reload)
 
 clean:

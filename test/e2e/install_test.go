@@ -47,9 +47,11 @@ func exists(path string) bool {
 }
 
 // make install and make uninstall, each run twice, into a DESTDIR: the
-// binary, the unit and the config land where the unit expects them; a
-// config the user changed survives both; an unchanged one goes with
-// uninstall; PREFIX moves the binary and the unit's ExecStart with it.
+// binary, the unit and the config land where the unit expects them, and
+// the config's static pod directory exists; a config the user changed
+// survives both, and so does a manifest directory with a manifest in it;
+// an unchanged config and an empty manifest directory go with uninstall;
+// PREFIX moves the binary and the unit's ExecStart with it.
 func TestInstallAndUninstallTwice(t *testing.T) {
 	mk := need(t, "make", "test/setup.sh installs it")
 	repo := repoRoot(t)
@@ -82,6 +84,16 @@ func TestInstallAndUninstallTwice(t *testing.T) {
 	if readFile(t, config) != example {
 		t.Errorf("installed config differs from examples/config.yaml")
 	}
+	manifests := filepath.Join(dest, "etc/kubernetes/manifests")
+	if !strings.Contains(example, "\nstaticPodPath: /etc/kubernetes/manifests\n") {
+		t.Errorf("examples/config.yaml's staticPodPath is not /etc/kubernetes/manifests, the directory make install creates")
+	}
+	if fi, err := os.Stat(manifests); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 {
+		t.Errorf("manifest directory %s: %v, %v; want a directory, mode 0755", manifests, fi, err)
+	}
+	// A manifest in it keeps it through uninstall.
+	pod := filepath.Join(manifests, "web.yaml")
+	writeFile(t, pod, "apiVersion: v1\nkind: Pod\n")
 
 	// A config the user changed is never overwritten, nor removed.
 	mine := example + "syncFrequency: 30s\n"
@@ -97,14 +109,19 @@ func TestInstallAndUninstallTwice(t *testing.T) {
 	if !exists(config) || readFile(t, config) != mine {
 		t.Errorf("make uninstall removed or changed the edited %s", config)
 	}
+	if !exists(pod) {
+		t.Errorf("make uninstall removed %s", pod)
+	}
+	os.Remove(pod)
 
 	// An unchanged config goes, with its directory.
 	os.Remove(config)
 	runMake("install")
 	runMake("uninstall")
 	runMake("uninstall")
-	if exists(filepath.Dir(config)) || exists(bin) || exists(unit) {
-		t.Errorf("after install and uninstall, left behind: config dir %v, binary %v, unit %v", exists(filepath.Dir(config)), exists(bin), exists(unit))
+	if exists(filepath.Dir(config)) || exists(bin) || exists(unit) || exists(filepath.Dir(manifests)) {
+		t.Errorf("after install and uninstall, left behind: config dir %v, binary %v, unit %v, etc/kubernetes %v",
+			exists(filepath.Dir(config)), exists(bin), exists(unit), exists(filepath.Dir(manifests)))
 	}
 
 	// PREFIX and CONFDIR move the files and the unit follows them.
