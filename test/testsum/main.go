@@ -236,10 +236,15 @@ func (s *summary) ended(result string, e event, w io.Writer) {
 	if strings.Contains(e.Test, "/") {
 		return
 	}
-	delete(s.running, key)
+	// A test whose subtests are parallel reports the time of its own
+	// function only (0.00s): the time since its run event is what it took.
 	took := time.Duration(e.Elapsed * float64(time.Second))
+	if start, ok := s.running[key]; ok {
+		took = max(took, s.clock.Since(start))
+	}
+	delete(s.running, key)
 	if took >= SlowTest || result == "FAIL" {
-		s.printLocked(w, fmt.Sprintf("  %s %s %s (%.1fs)   %s", result, e.Test, e.Package, e.Elapsed, s.counts()))
+		s.printLocked(w, fmt.Sprintf("  %s %s %s (%.1fs)   %s", result, e.Test, e.Package, took.Seconds(), s.counts()))
 	}
 }
 

@@ -92,6 +92,9 @@ func TestProgress(t *testing.T) {
 	out := run(t, s, clk, []timed{
 		{0, `{"Action":"run","Package":"example/e2e","Test":"TestFast"}`},
 		{0, `{"Action":"pass","Package":"example/e2e","Test":"TestFast","Elapsed":0.2}`},
+		// Parallel subtests: the parent's own Elapsed is 0, it took 2s.
+		{0, `{"Action":"run","Package":"example/e2e","Test":"TestParallel"}`},
+		{2 * time.Second, `{"Action":"pass","Package":"example/e2e","Test":"TestParallel","Elapsed":0}`},
 		{0, `{"Action":"run","Package":"example/e2e","Test":"TestSlow"}`},
 		{0, `{"Action":"run","Package":"example/e2e","Test":"TestSlow/containerd-1.6"}`},
 		{0, `{"Action":"pass","Package":"example/e2e","Test":"TestSlow/containerd-1.6","Elapsed":12}`},
@@ -103,9 +106,10 @@ func TestProgress(t *testing.T) {
 		{0, `{"Action":"pass","Package":"example/e2e","Elapsed":12.6}`},
 	})
 	want := strings.Join([]string{
-		"  ... running: TestSlow example/e2e (31s)   [2 passed, 0 failed, 0 skipped so far]",
-		"  ok   TestSlow example/e2e (12.3s)   [3 passed, 0 failed, 0 skipped so far]",
-		"ok  \texample/e2e\t12.6s   [3 passed, 0 failed, 0 skipped so far]",
+		"  ok   TestParallel example/e2e (2.0s)   [2 passed, 0 failed, 0 skipped so far]",
+		"  ... running: TestSlow example/e2e (31s)   [3 passed, 0 failed, 0 skipped so far]",
+		"  ok   TestSlow example/e2e (32.0s)   [4 passed, 0 failed, 0 skipped so far]",
+		"ok  \texample/e2e\t12.6s   [4 passed, 0 failed, 0 skipped so far]",
 		"",
 	}, "\n")
 	if out != want {
