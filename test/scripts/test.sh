@@ -27,8 +27,10 @@ trap cleanup EXIT
 
 "$GO" vet ./...
 "$GO" build -o "$REPO/bin/testsum" ./test/testsum
-# go test's per-package lines, failed tests' output, and a closing line
-# saying what ran: "N passed, N failed, N skipped".
+# go test's per-package lines with running counts, a line per top-level
+# test that took a second or more, a line naming the running tests after 30s
+# of silence, failed tests' output, the skips grouped by reason, and a
+# closing line saying what ran: "N passed, N failed, N skipped".
 # The hostile-input tests that feed the manifest decoder tens of MiB skip
 # themselves under the race detector (too slow there): they run again
 # without it, so that CI proves the caps hold in time and memory.
