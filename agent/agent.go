@@ -22,6 +22,7 @@ import (
 	httpsource "github.com/minikubelet/minikubelet/agent/sources/http"
 	"github.com/minikubelet/minikubelet/agent/stats"
 	"github.com/minikubelet/minikubelet/agent/status"
+	"github.com/minikubelet/minikubelet/internal/cleanup"
 	"github.com/minikubelet/minikubelet/internal/cri"
 	"github.com/minikubelet/minikubelet/internal/metrics"
 	"github.com/minikubelet/minikubelet/internal/probe"
@@ -228,7 +229,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.runtimeReady.Store(true)
 	defer func() {
-		closeCtx, cancel := cleanupContext()
+		closeCtx, cancel := cleanup.Context(ctx, cleanupTimeout)
 		defer cancel()
 		_ = clients.Runtime.Close(closeCtx)
 		_ = clients.Images.Close(closeCtx)
@@ -429,7 +430,5 @@ func (a *Agent) syncLoopHealthy() error {
 	return nil
 }
 
-// cleanupContext bounds work done after the agent's ctx was cancelled.
-func cleanupContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 5*time.Second)
-}
+// cleanupTimeout bounds work done after the agent's ctx was cancelled.
+const cleanupTimeout = 5 * time.Second

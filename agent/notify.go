@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/minikubelet/minikubelet/internal/cleanup"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 	"github.com/minikubelet/minikubelet/internal/sdnotify"
 	"github.com/minikubelet/minikubelet/podworkers"
@@ -87,7 +88,7 @@ func (a *Agent) notifyLoop(ctx context.Context) {
 		a.notifyChanges(ctx, logger, st)
 		select {
 		case <-ctx.Done():
-			stopCtx, cancel := cleanupContext()
+			stopCtx, cancel := cleanup.Context(ctx, cleanupTimeout)
 			a.notify(stopCtx, logger, st, "STOPPING=1", "STATUS=Stopping; pods keep running")
 			cancel()
 			return

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/minikubelet/minikubelet/agent/sources"
+	"github.com/minikubelet/minikubelet/internal/cleanup"
 )
 
 // podLister lists the pods the node runs, with their current status.
@@ -167,7 +168,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	case <-ctx.Done():
 	case err = <-errs:
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	shutdownCtx, cancel := cleanup.Context(ctx, 5*time.Second)
 	defer cancel()
 	for _, srv := range servers {
 		_ = srv.Shutdown(shutdownCtx)
