@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/podconfig"
 	"github.com/minikubelet/minikubelet/agent/prober"
 	"github.com/minikubelet/minikubelet/agent/server"
@@ -46,7 +47,7 @@ const (
 
 // Agent is a running minikubelet. Create it with New and start it with Run.
 type Agent struct {
-	cfg      Config
+	cfg      config.Config
 	clock    clock.WithTicker
 	nodeName string
 	hostIP   string
@@ -96,7 +97,7 @@ type Deps struct {
 
 // New checks cfg and prepares an agent; it does no I/O beyond reading the
 // node's name and address.
-func New(cfg Config, deps Deps) (*Agent, error) {
+func New(cfg config.Config, deps Deps) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -110,7 +111,7 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		}
 		deps.Notifier = n
 	}
-	nodeName, err := cfg.nodeName()
+	nodeName, err := cfg.NodeName()
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +163,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		ManifestErrors:  a.merger,
 		Metrics:         a.metrics.Handler(),
 		Logs:            a,
-		Auth:            a.cfg.serverAuth(),
+		Auth:            a.cfg.ServerAuth(),
 		Running:         a,
 		StatsSummary:    http.HandlerFunc(a.serveStatsSummary),
 		CadvisorMetrics: http.HandlerFunc(a.serveCadvisor),
@@ -354,7 +355,7 @@ func (a *Agent) newPLEG(clients *cri.Clients) lifecycleEvents {
 		Clock:         a.clock,
 		ObserveRelist: func(d time.Duration) { a.metrics.PLEGRelistDuration.Observe(d.Seconds()) },
 	})
-	if a.cfg.plegMode() == PLEGModeRelist {
+	if a.cfg.PLEGModeToRun() == config.PLEGModeRelist {
 		return generic
 	}
 	return pleg.NewEvented(pleg.EventedConfig{
@@ -370,7 +371,7 @@ func (a *Agent) newPLEG(clients *cri.Clients) lifecycleEvents {
 
 // configuredSources are the sources the merge waits for before the agent
 // may delete anything.
-func configuredSources(cfg Config) []string {
+func configuredSources(cfg config.Config) []string {
 	out := []string{sources.File}
 	if cfg.ManifestURL != "" {
 		out = append(out, sources.HTTP)

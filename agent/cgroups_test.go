@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/cgroups"
 )
 
@@ -41,7 +42,7 @@ func TestCgroupDriver(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			a := &Agent{cfg: Config{CgroupDriver: tt.flag}}
+			a := &Agent{cfg: config.Config{CgroupDriver: tt.flag}}
 			if got := a.cgroupDriver(ctx, tt.rt); got != tt.want {
 				t.Errorf("cgroupDriver = %s, want %s", got, tt.want)
 			}
@@ -49,27 +50,7 @@ func TestCgroupDriver(t *testing.T) {
 	}
 }
 
-func TestValidateCgroupFlags(t *testing.T) {
-	tests := []struct {
-		name   string
-		change func(*Config)
-		bad    bool
-	}{
-		{"defaults", func(*Config) {}, false},
-		{"unknown driver", func(c *Config) { c.CgroupDriver = "docker" }, true},
-		{"relative root", func(c *Config) { c.CgroupRoot = "kubelet" }, true},
-		{"empty root", func(c *Config) { c.CgroupRoot = "" }, true},
-		{"systemd slice root", func(c *Config) { c.CgroupDriver = cgroups.DriverSystemd; c.CgroupRoot = "minikubelet.slice" }, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultConfig()
-			tt.change(&c)
-			if err := c.Validate(); (err != nil) != tt.bad {
-				t.Errorf("Validate = %v, want error: %v", err, tt.bad)
-			}
-		})
-	}
+func TestMachineMemory(t *testing.T) {
 	if m := machineMemory(); m <= 0 {
 		t.Errorf("machineMemory = %d, want the host's MemTotal", m)
 	}

@@ -10,7 +10,7 @@
 // workers saw.
 //
 // Config comes from the kubelet's flags and, with --config, a
-// KubeletConfiguration file (config_file.go; flags win). Run tells a
+// KubeletConfiguration file (agent/config; flags win). Run tells a
 // service manager that speaks sd_notify how the start goes, sends READY=1
 // after the first full sync and pings its watchdog while the syncLoop
 // turns (notify.go).

@@ -17,6 +17,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/apisource"
 	"github.com/minikubelet/minikubelet/agent/apistatus"
+	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/mirror"
 	"github.com/minikubelet/minikubelet/agent/nodestatus"
@@ -39,7 +40,7 @@ type nodeMode struct {
 
 // newNodeMode builds node mode's client, pod source and object source
 // from cfg; nil without --kubeconfig.
-func newNodeMode(cfg Config, nodeName string) (*nodeMode, error) {
+func newNodeMode(cfg config.Config, nodeName string) (*nodeMode, error) {
 	if cfg.Kubeconfig == "" {
 		return nil, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/podconfig"
 	"github.com/minikubelet/minikubelet/agent/sources"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
@@ -90,7 +91,7 @@ func testPod(name string) *v1.Pod {
 
 func newNotifyAgent(clk *testingclock.FakeClock, n notifier) *Agent {
 	return &Agent{
-		cfg:        DefaultConfig(),
+		cfg:        config.Default(),
 		clock:      clk,
 		pods:       newPodManager(),
 		merger:     podconfig.New([]string{sources.File}),

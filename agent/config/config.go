@@ -1,4 +1,4 @@
-package agent
+package config
 
 import (
 	"errors"
@@ -71,7 +71,7 @@ type Config struct {
 	// disk on cgroup v1 (cgroups.Config.BlkioAccounting).
 	CgroupV1BlkioAccounting bool
 	// ConfigFile is --config: a KubeletConfiguration file whose fields fill
-	// in what the command line leaves out (LoadFile, config_file.go).
+	// in what the command line leaves out (LoadFile, file.go).
 	ConfigFile string
 	// ContainerLogMaxSize (a resource quantity such as 10Mi) and
 	// ContainerLogMaxFiles rotate container logs.
@@ -89,12 +89,12 @@ type Config struct {
 	ImageMinimumGCAge           time.Duration
 	ImageGCPeriod               time.Duration
 	PodInfraContainerImage      string
-	// NodeConfig is node mode's configuration (config_node.go).
+	// NodeConfig is node mode's configuration (node.go).
 	NodeConfig
 }
 
-// DefaultConfig returns the kubelet's defaults.
-func DefaultConfig() Config {
+// Default returns the kubelet's defaults.
+func Default() Config {
 	return Config{
 		PodManifestPath:             "/etc/kubernetes/manifests",
 		FileCheckFrequency:          20 * time.Second,
@@ -175,8 +175,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	c.addNodeFlags(fs)
 }
 
-// serverAuth is how the read-only endpoints authenticate clients.
-func (c *Config) serverAuth() server.Auth {
+// ServerAuth is how the read-only endpoints authenticate clients.
+func (c *Config) ServerAuth() server.Auth {
 	return server.Auth{CertFile: c.TLSCertFile, KeyFile: c.TLSPrivateKeyFile, ClientCAFile: c.ClientCAFile, TokenAuthFile: c.TokenAuthFile}
 }
 
@@ -235,7 +235,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("--logind-conf-dir: must not be empty with --shutdown-grace-period"))
 	}
 	if c.ReadOnlyPort != 0 {
-		if err := c.serverAuth().Validate(c.Address); err != nil {
+		if err := c.ServerAuth().Validate(c.Address); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -283,9 +283,9 @@ const (
 	PLEGModeEvented = "evented"
 )
 
-// plegMode is the mode to run: --pleg-mode, unless it is auto and the
+// PLEGModeToRun is the mode to run: --pleg-mode, unless it is auto and the
 // EventedPLEG feature gate is given.
-func (c *Config) plegMode() string {
+func (c *Config) PLEGModeToRun() string {
 	if on, ok := c.FeatureGates["EventedPLEG"]; ok && c.PLEGMode == PLEGModeAuto {
 		if on {
 			return PLEGModeEvented
@@ -362,9 +362,9 @@ func (h *headerFlag) Set(s string) error {
 	return nil
 }
 
-// nodeName is --hostname-override or the host's name, lowercased as the
+// NodeName is --hostname-override or the host's name, lowercased as the
 // kubelet does.
-func (c *Config) nodeName() (string, error) {
+func (c *Config) NodeName() (string, error) {
 	name := c.HostnameOverride
 	if name == "" {
 		h, err := os.Hostname()

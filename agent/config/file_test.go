@@ -1,4 +1,4 @@
-package agent
+package config
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func loadWith(t *testing.T, content string, args ...string) (Config, string, err
 
 func loadPath(t *testing.T, path string, args ...string) (Config, string, error) {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := Default()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	cfg.AddFlags(fs)
@@ -54,7 +54,7 @@ func TestLoadFileMapsFields(t *testing.T) {
 		name    string
 		content string
 		args    []string
-		// want changes DefaultConfig into the expected Config; ConfigFile
+		// want changes Default() into the expected Config; ConfigFile
 		// is filled in by the test.
 		want func(c *Config)
 	}{
@@ -176,7 +176,7 @@ imageMinimumGCAge: 5m
 			if err != nil {
 				t.Fatalf("LoadFile: %v", err)
 			}
-			want := DefaultConfig()
+			want := Default()
 			tt.want(&want)
 			want.ConfigFile = got.ConfigFile
 			if !reflect.DeepEqual(got, want) {
@@ -194,7 +194,7 @@ func TestLoadFileWithoutConfigChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := DefaultConfig()
+	want := Default()
 	want.SyncFrequency = 5 * time.Second
 	if !reflect.DeepEqual(got, want) || log != "" {
 		t.Errorf("got %+v, log %q; want %+v and no log", got, log, want)
@@ -332,7 +332,7 @@ func TestValidateNamesNewFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultConfig()
+			c := Default()
 			tt.set(&c)
 			err := c.Validate()
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -340,7 +340,7 @@ func TestValidateNamesNewFlags(t *testing.T) {
 			}
 		})
 	}
-	c := DefaultConfig()
+	c := Default()
 	if err := c.Validate(); err != nil {
 		t.Errorf("defaults do not validate: %v", err)
 	}
@@ -349,14 +349,14 @@ func TestValidateNamesNewFlags(t *testing.T) {
 // examples/config.yaml, which make install puts in /etc/minikubelet, loads
 // without warnings and spells out the defaults.
 func TestExampleConfigIsTheDefaults(t *testing.T) {
-	got, ignored, err := readConfigFile(filepath.Join("..", "examples", "config.yaml"))
+	got, ignored, err := readConfigFile(filepath.Join("..", "..", "examples", "config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ignored) > 0 {
 		t.Errorf("ignored fields %v", ignored)
 	}
-	if want := DefaultConfig(); !reflect.DeepEqual(got, want) {
+	if want := Default(); !reflect.DeepEqual(got, want) {
 		t.Errorf("examples/config.yaml gives\n %+v\nwant the defaults\n %+v", got, want)
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package config
 
 import (
 	"encoding/json"
@@ -66,7 +66,7 @@ func (c *Config) LoadFile(logger klog.Logger, fs *flag.FlagSet) error {
 // fileDefaults is the Config a config file's fields are applied to: the
 // kubelet's defaults for a config file.
 func fileDefaults() Config {
-	c := DefaultConfig()
+	c := Default()
 	// The kubelet's --read-only-port defaults to 10255 only for the command
 	// line; a config file that does not name it turns the port off.
 	c.ReadOnlyPort = 0

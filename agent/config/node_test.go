@@ -1,4 +1,4 @@
-package agent
+package config
 
 import (
 	"flag"
@@ -31,7 +31,7 @@ func TestNodeFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := Default()
 			fs := flag.NewFlagSet("test", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
 			cfg.AddFlags(fs)

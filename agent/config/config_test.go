@@ -1,10 +1,12 @@
-package agent
+package config
 
 import (
 	"flag"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/minikubelet/minikubelet/cgroups"
 )
 
 func TestConfigShutdownFlags(t *testing.T) {
@@ -54,7 +56,7 @@ func TestConfigShutdownFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultConfig()
+			c := Default()
 			fs := flag.NewFlagSet("test", flag.ContinueOnError)
 			c.AddFlags(fs)
 			if err := fs.Parse(tt.args); err != nil {
@@ -69,6 +71,29 @@ func TestConfigShutdownFlags(t *testing.T) {
 			}
 			if tt.want != nil && !tt.want(c) {
 				t.Errorf("config %+v", c)
+			}
+		})
+	}
+}
+
+func TestValidateCgroupFlags(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Config)
+		bad    bool
+	}{
+		{"defaults", func(*Config) {}, false},
+		{"unknown driver", func(c *Config) { c.CgroupDriver = "docker" }, true},
+		{"relative root", func(c *Config) { c.CgroupRoot = "kubelet" }, true},
+		{"empty root", func(c *Config) { c.CgroupRoot = "" }, true},
+		{"systemd slice root", func(c *Config) { c.CgroupDriver = cgroups.DriverSystemd; c.CgroupRoot = "minikubelet.slice" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			tt.change(&c)
+			if err := c.Validate(); (err != nil) != tt.bad {
+				t.Errorf("Validate = %v, want error: %v", err, tt.bad)
 			}
 		})
 	}

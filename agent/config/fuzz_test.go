@@ -1,4 +1,4 @@
-package agent
+package config
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 // never panics, and its error is at most maxConfigErrors+1 lines, each
 // naming the file and at most a kilobyte or so long.
 func FuzzConfigFile(f *testing.F) {
-	example, err := os.ReadFile("../examples/config.yaml")
+	example, err := os.ReadFile("../../examples/config.yaml")
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package agent
+package config
 
 import (
 	"strings"
@@ -24,7 +24,7 @@ func TestValidateImageGC(t *testing.T) {
 		{"no period", func(c *Config) { c.ImageGCPeriod = 0 }, "--image-gc-period: must be positive"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultConfig()
+			c := Default()
 			tt.change(&c)
 			err := c.Validate()
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
