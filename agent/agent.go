@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/agent/config"
+	"github.com/minikubelet/minikubelet/agent/machine"
 	"github.com/minikubelet/minikubelet/agent/podconfig"
 	"github.com/minikubelet/minikubelet/agent/prober"
 	"github.com/minikubelet/minikubelet/agent/server"
@@ -115,7 +116,7 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	ip, err := hostIP(cfg.NodeIP)
+	ip, err := machine.HostIP(cfg.NodeIP)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +137,7 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 			m.ManifestErrors.WithLabelValues(source).Inc()
 		})),
 		cache:          pleg.NewCache(),
-		memoryCapacity: machineMemory(),
+		memoryCapacity: machine.MemoryCapacity(),
 		notifier:       deps.Notifier,
 		firstSyncs:     newFirstSyncs(),
 	}, nil
@@ -248,7 +249,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	// Pod volumes live under <root-dir>/pods; a standalone agent has no
 	// apiserver to serve configMaps, secrets or tokens.
-	volumesConfig := volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: nodeAllocatable(a.cfg.RootDir), Clock: a.clock}
+	volumesConfig := volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: machine.Allocatable(a.cfg.RootDir), Clock: a.clock}
 	if a.node != nil {
 		volumesConfig.Objects = a.node.objects
 	}

@@ -1,13 +1,9 @@
 package agent
 
 import (
-	"bufio"
 	"context"
 	"net/http"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -180,25 +176,4 @@ func (a *Agent) serveCadvisor(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Error(w, "stats are not available until the container runtime has answered", http.StatusServiceUnavailable)
-}
-
-// machineMemory is the node's memory in bytes (MemTotal of /proc/meminfo);
-// 0 when it cannot be read.
-func machineMemory() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb * 1024
-		}
-	}
-	return 0
 }

@@ -49,9 +49,3 @@ func TestCgroupDriver(t *testing.T) {
 		})
 	}
 }
-
-func TestMachineMemory(t *testing.T) {
-	if m := machineMemory(); m <= 0 {
-		t.Errorf("machineMemory = %d, want the host's MemTotal", m)
-	}
-}

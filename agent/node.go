@@ -3,12 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os"
-	"runtime"
-	"strconv"
-	"strings"
 
-	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +13,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/apisource"
 	"github.com/minikubelet/minikubelet/agent/apistatus"
 	"github.com/minikubelet/minikubelet/agent/config"
+	"github.com/minikubelet/minikubelet/agent/machine"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/mirror"
 	"github.com/minikubelet/minikubelet/agent/nodestatus"
@@ -86,11 +82,11 @@ func (a *Agent) startNodeMode(goRun func(func(context.Context)), clients *cri.Cl
 		Labels:                a.cfg.NodeLabels,
 		Taints:                a.cfg.RegisterWithTaints,
 		Addresses:             []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: a.hostIP}, {Type: v1.NodeHostName, Address: a.nodeName}},
-		Capacity:              nodeCapacity(a.cfg.RootDir, a.memoryCapacity, a.cfg.MaxPods),
-		Allocatable:           withPods(nodeAllocatable(a.cfg.RootDir), a.cfg.MaxPods),
-		NodeInfo:              nodeInfo(clients),
+		Capacity:              withPods(machine.Capacity(a.cfg.RootDir, a.memoryCapacity), a.cfg.MaxPods),
+		Allocatable:           withPods(machine.Allocatable(a.cfg.RootDir), a.cfg.MaxPods),
+		NodeInfo:              machine.SystemInfo(clients.RuntimeName, clients.RuntimeVersion),
 		Ready:                 a.nodeReady,
-		Pressure:              func() nodestatus.Pressure { return readPressure(a.cfg.RootDir) },
+		Pressure:              func() nodestatus.Pressure { return nodestatus.Pressure(machine.ReadPressure(a.cfg.RootDir)) },
 		Clock:                 a.clock,
 		StatusUpdateFrequency: a.cfg.NodeStatusUpdateFrequency,
 		StatusReportFrequency: a.cfg.NodeStatusReportFrequency,
@@ -207,94 +203,8 @@ func (p apiPods) Deleted() []types.UID {
 	return out
 }
 
-// nodeCapacity is the machine: cpus, memory, the root dir's filesystem,
-// and maxPods.
-func nodeCapacity(rootDir string, memory int64, maxPods int) v1.ResourceList {
-	out := v1.ResourceList{
-		v1.ResourceCPU: *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
-	}
-	if memory > 0 {
-		out[v1.ResourceMemory] = *resource.NewQuantity(memory, resource.BinarySI)
-	}
-	var fs unix.Statfs_t
-	if err := statfsExisting(rootDir, &fs); err == nil {
-		out[v1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(fs.Blocks)*fs.Bsize, resource.BinarySI)
-	}
-	return withPods(out, maxPods)
-}
-
 func withPods(rl v1.ResourceList, maxPods int) v1.ResourceList {
 	rl = rl.DeepCopy()
 	rl[v1.ResourcePods] = *resource.NewQuantity(int64(maxPods), resource.DecimalSI)
 	return rl
-}
-
-// nodeInfo describes the machine and the runtime.
-func nodeInfo(clients *cri.Clients) v1.NodeSystemInfo {
-	var uts unix.Utsname
-	_ = unix.Uname(&uts)
-	return v1.NodeSystemInfo{
-		MachineID:               readTrimmed("/etc/machine-id"),
-		BootID:                  readTrimmed("/proc/sys/kernel/random/boot_id"),
-		KernelVersion:           unix.ByteSliceToString(uts.Release[:]),
-		OSImage:                 osImage(),
-		ContainerRuntimeVersion: clients.RuntimeName + "://" + clients.RuntimeVersion,
-		KubeletVersion:          version.Version,
-		OperatingSystem:         runtime.GOOS,
-		Architecture:            runtime.GOARCH,
-	}
-}
-
-func readTrimmed(path string) string {
-	b, err := os.ReadFile(path) //nolint:gosec // G304: fixed system files
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// osImage is PRETTY_NAME of /etc/os-release.
-func osImage() string {
-	for _, line := range strings.Split(readTrimmed("/etc/os-release"), "\n") {
-		if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
-			return strings.Trim(v, `"`)
-		}
-	}
-	return "Linux"
-}
-
-// readPressure judges the node's resources by the kubelet's default hard
-// eviction thresholds: memory.available<100Mi, nodefs.available<10%; and
-// pids: fewer than 10% of pid_max free.
-func readPressure(rootDir string) nodestatus.Pressure {
-	var p nodestatus.Pressure
-	if avail, ok := memAvailable(); ok {
-		p.Memory = avail < evictionMemoryAvailable
-	}
-	var fs unix.Statfs_t
-	if err := statfsExisting(rootDir, &fs); err == nil && fs.Blocks > 0 {
-		p.Disk = fs.Bavail*100 < fs.Blocks*evictionNodefsPercent
-	}
-	if pidMax, err := strconv.Atoi(readTrimmed("/proc/sys/kernel/pid_max")); err == nil && pidMax > 0 {
-		if entries, err := os.ReadDir("/proc"); err == nil {
-			var n int
-			for _, e := range entries {
-				if _, err := strconv.Atoi(e.Name()); err == nil {
-					n++
-				}
-			}
-			p.PID = (pidMax-n)*10 < pidMax
-		}
-	}
-	return p
-}
-
-func memAvailable() (int64, bool) {
-	for _, line := range strings.Split(readTrimmed("/proc/meminfo"), "\n") {
-		if v, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb * 1024, err == nil
-		}
-	}
-	return 0, false
 }

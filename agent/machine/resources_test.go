@@ -1,4 +1,4 @@
-package agent
+package machine
 
 import (
 	"runtime"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestNodeAllocatable(t *testing.T) {
-	got := nodeAllocatable(t.TempDir())
+	got := Allocatable(t.TempDir())
 	if cpu := got.Cpu().Value(); cpu != int64(runtime.NumCPU()) {
 		t.Errorf("cpu = %d, want %d", cpu, runtime.NumCPU())
 	}
@@ -24,7 +24,18 @@ func TestNodeAllocatable(t *testing.T) {
 		t.Errorf("ephemeral-storage = %d, want the root-dir filesystem's capacity less 10%%", eph)
 	}
 	// A root dir not made yet: the filesystem it will be on.
-	if _, ok := nodeAllocatable("/nonexistent/root")[v1.ResourceEphemeralStorage]; !ok {
+	if _, ok := Allocatable("/nonexistent/root")[v1.ResourceEphemeralStorage]; !ok {
 		t.Error("no ephemeral-storage for a root dir not made yet")
+	}
+}
+
+func TestMemoryCapacity(t *testing.T) {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		t.Fatal(err)
+	}
+	// MemTotal and sysinfo's totalram are the same figure.
+	if m, want := MemoryCapacity(), int64(si.Totalram)*int64(si.Unit); m != want {
+		t.Errorf("MemoryCapacity = %d, want the host's MemTotal %d", m, want)
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package machine
 
 import (
 	"bufio"
@@ -8,10 +8,10 @@ import (
 	"strings"
 )
 
-// hostIP returns the node's IP: override when set, else the first global
+// HostIP returns the node's IP: override when set, else the first global
 // unicast IPv4 address of the interface of the default route, else of any
 // interface, else 127.0.0.1. It reads the routing table and sends nothing.
-func hostIP(override string) (string, error) {
+func HostIP(override string) (string, error) {
 	if override != "" {
 		ip := net.ParseIP(override)
 		if ip == nil {
