@@ -17,6 +17,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/machine"
 	"github.com/minikubelet/minikubelet/agent/podconfig"
+	"github.com/minikubelet/minikubelet/agent/podmanager"
 	"github.com/minikubelet/minikubelet/agent/prober"
 	"github.com/minikubelet/minikubelet/agent/server"
 	"github.com/minikubelet/minikubelet/agent/sources"
@@ -54,7 +55,7 @@ type Agent struct {
 	hostIP   string
 
 	metrics *metrics.Metrics
-	pods    *podManager
+	pods    *podmanager.Manager
 	merger  *podconfig.Merger
 	cache   *pleg.Cache
 	// workers is set by Run before the syncLoop starts and used only by
@@ -132,7 +133,7 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 		nodeName: nodeName,
 		hostIP:   ip,
 		metrics:  m,
-		pods:     newPodManager(),
+		pods:     podmanager.New(),
 		merger: podconfig.New(configuredSources(cfg), podconfig.WithErrorCounter(func(source string) {
 			m.ManifestErrors.WithLabelValues(source).Inc()
 		})),
@@ -386,7 +387,7 @@ func configuredSources(cfg config.Config) []string {
 // PodsWithStatus returns the node's pods with their current status, for
 // /pods. The pods are copies the caller may keep.
 func (a *Agent) PodsWithStatus() []*v1.Pod {
-	pods := a.pods.list()
+	pods := a.pods.List()
 	statuses := a.status.Load()
 	out := make([]*v1.Pod, 0, len(pods))
 	for _, p := range pods {

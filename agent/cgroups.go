@@ -90,7 +90,7 @@ func (a *Agent) cleanupCgroups(ctx context.Context, cg *cgroups.Manager) {
 		case <-ticker.C():
 		}
 		keep := func(uid types.UID) bool {
-			if a.pods.get(uid) != nil {
+			if a.pods.Get(uid) != nil {
 				return true
 			}
 			for _, known := range a.workers.Known() {
@@ -116,7 +116,7 @@ type statsPods struct {
 
 func (s statsPods) StatsPods() []stats.Pod {
 	var out []stats.Pod
-	for _, pod := range s.a.pods.list() {
+	for _, pod := range s.a.pods.List() {
 		st, _ := s.a.cache.Get(pod.UID)
 		if st == nil {
 			continue

@@ -22,7 +22,7 @@ import (
 // previous one is its lastState.
 func (a *Agent) ContainerLog(namespace, name, container string, previous bool) (server.LogFile, error) {
 	var pod *v1.Pod
-	for _, p := range a.pods.list() {
+	for _, p := range a.pods.List() {
 		if p.Namespace == namespace && p.Name == name {
 			pod = p
 			break

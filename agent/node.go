@@ -17,6 +17,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/mirror"
 	"github.com/minikubelet/minikubelet/agent/nodestatus"
+	"github.com/minikubelet/minikubelet/agent/podmanager"
 	"github.com/minikubelet/minikubelet/agent/sources"
 	"github.com/minikubelet/minikubelet/internal/cri"
 	"github.com/minikubelet/minikubelet/internal/version"
@@ -154,7 +155,7 @@ func (a *Agent) podGone(uid types.UID) bool {
 // being terminated: those that have mirror pods.
 func (a *Agent) staticPods() []*v1.Pod {
 	var out []*v1.Pod
-	for _, p := range a.pods.list() {
+	for _, p := range a.pods.List() {
 		if p.Annotations[manifest.AnnotationConfigSource] == sources.API || p.DeletionTimestamp != nil {
 			continue
 		}
@@ -166,7 +167,7 @@ func (a *Agent) staticPods() []*v1.Pod {
 // apiPods finds the API object of each of the node's pods for the status
 // syncer: API pods by UID, static pods' mirrors by name.
 type apiPods struct {
-	pods   *podManager
+	pods   *podmanager.Manager
 	source *apisource.Source
 }
 
@@ -174,7 +175,7 @@ func (p apiPods) APIPod(uid types.UID) (*v1.Pod, bool, bool) {
 	if pod, ok := p.source.PodByUID(uid); ok {
 		return pod, false, true
 	}
-	local := p.pods.get(uid)
+	local := p.pods.Get(uid)
 	if local == nil || local.Annotations[manifest.AnnotationConfigSource] == sources.API {
 		return nil, false, false
 	}
@@ -187,7 +188,7 @@ func (p apiPods) APIPod(uid types.UID) (*v1.Pod, bool, bool) {
 
 func (p apiPods) UIDs() []types.UID {
 	var out []types.UID
-	for _, pod := range p.pods.list() {
+	for _, pod := range p.pods.List() {
 		out = append(out, pod.UID)
 	}
 	return out

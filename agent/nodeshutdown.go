@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/minikubelet/minikubelet/agent/podmanager"
 	"github.com/minikubelet/minikubelet/agent/shutdown"
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/podworkers"
@@ -18,7 +19,7 @@ import (
 // to the syncLoop, which carries them out between its other events with
 // handle (DESIGN.md rule 1: it only dispatches, to pod workers).
 type nodeShutdown struct {
-	pods    *podManager
+	pods    *podmanager.Manager
 	workers *podworkers.Workers
 	status  *status.Manager
 	// requests carries the manager's requests to the syncLoop. Unbuffered:
@@ -144,7 +145,7 @@ func (n *nodeShutdown) handle(ctx context.Context, logger klog.Logger, r shutdow
 	switch r.op {
 	case opStopAdmitting:
 		n.workers.HoldStarts(true)
-		for _, pod := range n.pods.list() {
+		for _, pod := range n.pods.List() {
 			if st, ok := n.status.Get(pod.UID); ok && (st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed) {
 				continue
 			}
@@ -153,7 +154,7 @@ func (n *nodeShutdown) handle(ctx context.Context, logger klog.Logger, r shutdow
 		logger.V(2).Info("Node shutting down: no pod starts any more", "running", len(reply))
 	case opTerminate:
 		for _, k := range r.kills {
-			pod := n.pods.get(k.Pod.UID)
+			pod := n.pods.Get(k.Pod.UID)
 			if pod == nil {
 				pod = k.Pod // gone from the sources meanwhile: being killed already
 			}
@@ -168,7 +169,7 @@ func (n *nodeShutdown) handle(ctx context.Context, logger klog.Logger, r shutdow
 			n.status.Forget(uid)
 		}
 		n.killed = map[types.UID]bool{}
-		for _, pod := range n.pods.list() {
+		for _, pod := range n.pods.List() {
 			if pod.DeletionTimestamp != nil {
 				continue
 			}

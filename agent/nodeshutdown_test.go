@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/minikubelet/minikubelet/agent/podmanager"
 	"github.com/minikubelet/minikubelet/agent/shutdown"
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
@@ -113,7 +114,7 @@ func TestNodeShutdownRequests(t *testing.T) {
 		cancel()
 		workers.Wait()
 	}()
-	pods := newPodManager()
+	pods := podmanager.New()
 	n := &nodeShutdown{pods: pods, workers: workers, status: statuses, killed: map[types.UID]bool{}}
 	logger := klog.FromContext(ctx)
 	do := func(r shutdownRequest) []*v1.Pod {
@@ -125,7 +126,7 @@ func TestNodeShutdownRequests(t *testing.T) {
 
 	web, job := staticPod("web", v1.RestartPolicyAlways), staticPod("job", v1.RestartPolicyNever)
 	for _, p := range []*v1.Pod{web, job} {
-		pods.set(p)
+		pods.Set(p)
 		workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Create, Pod: p})
 	}
 	waitUntil(t, "both pods synced", func() bool {
@@ -150,7 +151,7 @@ func TestNodeShutdownRequests(t *testing.T) {
 	// A pod added while the node shuts down does not start, nor does a
 	// sync bring the killed one back.
 	late := staticPod("late", v1.RestartPolicyAlways)
-	pods.set(late)
+	pods.Set(late)
 	workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Create, Pod: late})
 	workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Sync, Pod: web})
 	if got := workers.Known(); !slices.Equal(got, []types.UID{job.UID}) {

@@ -181,7 +181,7 @@ func (a *Agent) serviceStatus(ready bool) (status string, synced, progressing bo
 			return fmt.Sprintf("Starting pods: %d of %d synced", done, len(pods)), false, true
 		}
 	}
-	parts := []string{"Running " + plural(len(a.pods.list()), "pod")}
+	parts := []string{"Running " + plural(len(a.pods.List()), "pod")}
 	if refused := len(a.merger.Errors()); refused > 0 {
 		parts = append(parts, plural(refused, "manifest")+" refused")
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/podconfig"
+	"github.com/minikubelet/minikubelet/agent/podmanager"
 	"github.com/minikubelet/minikubelet/agent/sources"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 	"github.com/minikubelet/minikubelet/pleg"
@@ -93,7 +94,7 @@ func newNotifyAgent(clk *testingclock.FakeClock, n notifier) *Agent {
 	return &Agent{
 		cfg:        config.Default(),
 		clock:      clk,
-		pods:       newPodManager(),
+		pods:       podmanager.New(),
 		merger:     podconfig.New([]string{sources.File}),
 		notifier:   n,
 		firstSyncs: newFirstSyncs(),
@@ -143,8 +144,8 @@ func TestNotifyLoopReportsStartReadyAndWatchdog(t *testing.T) {
 	for !a.merger.AllSourcesSeen() {
 		time.Sleep(time.Millisecond)
 	}
-	a.pods.set(web)
-	a.pods.set(db)
+	a.pods.Set(web)
+	a.pods.Set(db)
 	step(notifyPeriod)
 	n.expect(t, "STATUS=Starting pods: 0 of 2 synced")
 
@@ -239,7 +240,7 @@ func TestServiceStatus(t *testing.T) {
 			setup: func(a *Agent) {
 				a.runtimeReady.Store(true)
 				a.syncLoopTick.Store(clk.Now().UnixNano())
-				a.pods.set(testPod("web"))
+				a.pods.Set(testPod("web"))
 			},
 			ready:   true,
 			want:    "Running 1 pod; PLEG unhealthy: pleg not started",

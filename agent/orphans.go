@@ -36,7 +36,7 @@ func (a *Agent) killOrphans(ctx context.Context, logger klog.Logger) {
 	}
 	var orphans []*v1.Pod
 	a.cache.ForEach(func(uid types.UID, st *kubecontainer.PodStatus) {
-		if busy[uid] || a.pods.get(uid) != nil || len(st.Sandboxes) == 0 {
+		if busy[uid] || a.pods.Get(uid) != nil || len(st.Sandboxes) == 0 {
 			return
 		}
 		sb := st.Sandboxes[0]

@@ -101,7 +101,7 @@ func (a *Agent) podsInUse() map[types.UID]bool {
 	for _, uid := range a.workers.Known() {
 		in[uid] = true
 	}
-	for _, p := range a.pods.list() {
+	for _, p := range a.pods.List() {
 		in[p.UID] = true
 	}
 	a.cache.ForEach(func(uid types.UID, st *kubecontainer.PodStatus) {

@@ -61,7 +61,7 @@ func (a *Agent) handlePodUpdate(ctx context.Context, logger klog.Logger, u podco
 		logger.V(2).Info("Pod update", "op", u.Op.String(), "source", u.Source, "pod", klog.KObj(pod), "podUID", pod.UID)
 		switch u.Op {
 		case podconfig.ADD:
-			a.pods.set(pod)
+			a.pods.Set(pod)
 			if pod.DeletionTimestamp != nil {
 				// An API pod already being deleted when first seen (the
 				// agent restarted meanwhile): only terminate it.
@@ -71,7 +71,7 @@ func (a *Agent) handlePodUpdate(ctx context.Context, logger klog.Logger, u podco
 			a.probes.AddPod(ctx, pod)
 			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Create, Pod: pod})
 		case podconfig.UPDATE:
-			a.pods.set(pod)
+			a.pods.Set(pod)
 			if pod.DeletionTimestamp != nil {
 				// A pod being deleted whose deletion changed (a shorter
 				// grace): keep terminating it, with the new grace.
@@ -82,15 +82,15 @@ func (a *Agent) handlePodUpdate(ctx context.Context, logger klog.Logger, u podco
 			a.probes.AddPod(ctx, pod)
 			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Update, Pod: pod})
 		case podconfig.DELETE:
-			a.pods.set(pod)
+			a.pods.Set(pod)
 			a.probes.StopLivenessAndStartup(pod.UID)
 			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod, GracePeriod: pod.DeletionGracePeriodSeconds})
 		case podconfig.REMOVE:
-			a.pods.remove(pod.UID)
+			a.pods.Remove(pod.UID)
 			a.probes.RemovePod(pod.UID)
 			a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod})
 		case podconfig.RECONCILE:
-			a.pods.set(pod)
+			a.pods.Set(pod)
 		}
 	}
 }
@@ -99,7 +99,7 @@ func (a *Agent) handlePodUpdate(ctx context.Context, logger klog.Logger, u podco
 // the sources do not know are left to the worker that is terminating them,
 // if any.
 func (a *Agent) handlePLEGEvent(ctx context.Context, logger klog.Logger, e *pleg.Event) {
-	pod := a.pods.get(e.ID)
+	pod := a.pods.Get(e.ID)
 	if pod == nil || pod.DeletionTimestamp != nil {
 		// Unknown, or an API pod being deleted that stays known until
 		// the API lets go of it: wake only a worker that exists, never
@@ -114,7 +114,7 @@ func (a *Agent) handlePLEGEvent(ctx context.Context, logger klog.Logger, e *pleg
 // handleProbeResult wakes the worker of the probed pod, which acts on the
 // result at its sync.
 func (a *Agent) handleProbeResult(ctx context.Context, logger klog.Logger, r prober.Result) {
-	pod := a.pods.get(r.PodUID)
+	pod := a.pods.Get(r.PodUID)
 	if pod == nil || pod.DeletionTimestamp != nil {
 		return
 	}
@@ -129,7 +129,7 @@ func (a *Agent) housekeeping() {
 	for _, uid := range a.workers.Known() {
 		known[uid] = true
 	}
-	for _, p := range a.pods.list() {
+	for _, p := range a.pods.List() {
 		known[p.UID] = true
 	}
 	a.probes.CleanupPods(func(uid types.UID) bool { return known[uid] })
