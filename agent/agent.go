@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/agent/config"
+	"github.com/minikubelet/minikubelet/agent/housekeeping"
 	"github.com/minikubelet/minikubelet/agent/machine"
 	"github.com/minikubelet/minikubelet/agent/podconfig"
 	"github.com/minikubelet/minikubelet/agent/podmanager"
@@ -74,9 +75,11 @@ type Agent struct {
 	runtimeReady atomic.Bool
 	// syncLoopTick is the UnixNano time of the syncLoop's last iteration.
 	syncLoopTick atomic.Int64
-	// podDirs cleans up gone pods' directories; set by Run before the
-	// syncLoop starts.
-	podDirs *podDirCleaner
+	// podDirs cleans up gone pods' directories and orphans finds pods no
+	// source wants; set by Run before the syncLoop starts.
+	podDirs *housekeeping.PodDirs
+	orphans *housekeeping.Orphans
+	usage   housekeeping.Usage
 	// stats is set by Run once the runtime answers (agent/cgroups.go).
 	stats atomic.Pointer[stats.Provider]
 	// memoryCapacity is the node's memory in bytes; 0 when unknown.
@@ -309,9 +312,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		ResyncInterval: a.cfg.SyncFrequency,
 	})
 	defer a.workers.Wait()
-	a.podDirs = newPodDirCleaner(podDirCleanerConfig{Dirs: podVolumes, LogsDir: a.cfg.PodLogsDir, InUse: a.podsInUse, Clock: a.clock})
-	goRun(a.podDirs.run)
-	goRun(func(ctx context.Context) { a.cleanupCgroups(ctx, cg) })
+	a.usage = housekeeping.Usage{Pods: a.pods, Workers: a.workers, Runtime: a.cache}
+	a.orphans = housekeeping.NewOrphans(housekeeping.OrphansConfig{NodeName: a.nodeName, Sources: a.merger, Runtime: a.cache, Known: a.usage.Known})
+	a.podDirs = housekeeping.NewPodDirs(housekeeping.PodDirsConfig{Dirs: podVolumes, LogsDir: a.cfg.PodLogsDir, InUse: a.usage.InUse, Clock: a.clock})
+	goRun(a.podDirs.Run)
+	goRun(housekeeping.NewCgroups(housekeeping.CgroupsConfig{Cgroups: cg, Uses: a.usage.Uses, Clock: a.clock}).Run)
 	lifecycle := a.newPLEG(clients)
 	a.pleg.Store(&plegHandle{lifecycle})
 	a.metrics.RegisterPLEG(lifecycle)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
@@ -15,10 +14,6 @@ import (
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
-
-// cgroupCleanupPeriod is how often the cgroups of pods the agent no longer
-// runs are looked for and removed.
-const cgroupCleanupPeriod = 10 * time.Second
 
 // runtimeConfigReader is the CRI call that says the runtime's cgroup
 // driver (containerd 2.x answers it; 1.6 answers Unimplemented).
@@ -74,37 +69,6 @@ func (a *Agent) setupCgroups(ctx context.Context, rt runtimeConfigReader) (*cgro
 		MachineMemory: uint64(a.memoryCapacity),
 	}))
 	return cg, nil
-}
-
-// cleanupCgroups removes, every cgroupCleanupPeriod, the cgroups of pods
-// that neither the sources, nor a worker, nor the runtime hold any more:
-// what a removal that failed or an agent that died left. Ends with ctx.
-func (a *Agent) cleanupCgroups(ctx context.Context, cg *cgroups.Manager) {
-	logger := klog.FromContext(ctx)
-	ticker := a.clock.NewTicker(cgroupCleanupPeriod)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-		}
-		keep := func(uid types.UID) bool {
-			if a.pods.Get(uid) != nil {
-				return true
-			}
-			for _, known := range a.workers.Known() {
-				if known == uid {
-					return true
-				}
-			}
-			st, _ := a.cache.Get(uid)
-			return st != nil && len(st.Sandboxes)+len(st.Containers) > 0
-		}
-		if err := cg.Cleanup(ctx, keep); err != nil {
-			logger.V(2).Info("Removing leftover pod cgroups failed; will retry", "err", err)
-		}
-	}
 }
 
 // statsPods lists, for the stats provider, the pods the sources want that

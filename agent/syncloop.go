@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/podconfig"
 	"github.com/minikubelet/minikubelet/agent/prober"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
@@ -51,7 +52,7 @@ func (a *Agent) syncLoop(ctx context.Context, updates <-chan podconfig.PodUpdate
 		case <-housekeeping.C():
 			a.housekeeping()
 			a.killOrphans(ctx, logger)
-			a.cleanupPodDirs()
+			a.requestPodDirsCleanup()
 		}
 	}
 }
@@ -125,15 +126,31 @@ func (a *Agent) handleProbeResult(ctx context.Context, logger klog.Logger, r pro
 // housekeeping forgets the cached state of pods that neither the sources
 // nor any worker know any more and of which the runtime holds nothing.
 func (a *Agent) housekeeping() {
-	known := map[types.UID]bool{}
-	for _, uid := range a.workers.Known() {
-		known[uid] = true
-	}
-	for _, p := range a.pods.List() {
-		known[p.UID] = true
-	}
+	known := a.usage.Known()
 	a.probes.CleanupPods(func(uid types.UID) bool { return known[uid] })
 	a.cache.Forget(func(uid types.UID, st *kubecontainer.PodStatus) bool {
 		return !known[uid] && (st == nil || len(st.Sandboxes)+len(st.Containers) == 0)
 	})
+}
+
+// killOrphans terminates, through their workers, the pods this node's
+// agent started that no source wants any more (housekeeping.Orphans).
+func (a *Agent) killOrphans(ctx context.Context, logger klog.Logger) {
+	for _, pod := range a.orphans.Find() {
+		logger.Info("Terminating a pod no source wants any more", "pod", klog.KObj(pod), "podUID", pod.UID,
+			"origin", pod.Annotations[manifest.AnnotationConfigOrigin])
+		a.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod})
+	}
+}
+
+// requestPodDirsCleanup asks for the housekeeping of pod directories once
+// the agent knows what it needs: every source has sent its pods and the
+// PLEG has seen the runtime (a pod still running must keep its volumes).
+// It only hands the work over.
+func (a *Agent) requestPodDirsCleanup() {
+	p := a.pleg.Load()
+	if a.podDirs == nil || !a.merger.AllSourcesSeen() || p == nil || p.LastSeen().IsZero() {
+		return
+	}
+	a.podDirs.Request()
 }

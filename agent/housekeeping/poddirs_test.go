@@ -1,4 +1,4 @@
-package agent
+package housekeeping
 
 import (
 	"context"
@@ -28,20 +28,20 @@ func (r *recordingCleaner) CleanupOrphans(_ context.Context, keep func(types.UID
 	return nil
 }
 
-func TestPodDirCleaner(t *testing.T) {
+func TestPodDirs(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	rec := &recordingCleaner{dirs: []types.UID{"a", "b", "c"}, runs: make(chan []types.UID, 4)}
 	inUse := map[types.UID]bool{"b": true}
-	c := newPodDirCleaner(podDirCleanerConfig{Dirs: rec, InUse: func() map[types.UID]bool { return inUse }})
+	c := NewPodDirs(PodDirsConfig{Dirs: rec, InUse: func() map[types.UID]bool { return inUse }})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.run(ctx)
+		c.Run(ctx)
 	}()
 	// Requests never block; several collapse into at least one run.
 	for range 5 {
-		c.request()
+		c.Request()
 	}
 	select {
 	case gone := <-rec.runs:

@@ -1,4 +1,4 @@
-package agent
+package housekeeping
 
 import (
 	"context"
@@ -28,7 +28,7 @@ const podLogDirMinAge = 10 * time.Second
 // Nothing in the runtime then refers to the pod, so no worker ever
 // terminates it and removes the directory. The kubelet's container GC
 // removes such directories the same way (evictPodLogsDirectories). Used
-// by podDirCleaner.run only.
+// by PodDirs.Run only.
 type podLogDirs struct {
 	// dir is --pod-logs-dir; "" turns the cleanup off.
 	dir   string
