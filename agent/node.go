@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/minikubelet/minikubelet/agent/apisource"
 	"github.com/minikubelet/minikubelet/agent/apistatus"
+	"github.com/minikubelet/minikubelet/agent/cluster/objects"
 	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/machine"
 	"github.com/minikubelet/minikubelet/agent/manifest"
@@ -19,6 +19,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/nodestatus"
 	"github.com/minikubelet/minikubelet/agent/podmanager"
 	"github.com/minikubelet/minikubelet/agent/sources"
+	apisource "github.com/minikubelet/minikubelet/agent/sources/api"
 	"github.com/minikubelet/minikubelet/internal/cri"
 	"github.com/minikubelet/minikubelet/internal/version"
 )
@@ -28,7 +29,7 @@ import (
 type nodeMode struct {
 	client  kubernetes.Interface
 	source  *apisource.Source
-	objects *apisource.Objects
+	objects *objects.Cache
 	// statusSync, nodeStatus and mirrors are set by startNodeMode.
 	statusSync *apistatus.Syncer
 	nodeStatus *nodestatus.Manager
@@ -61,7 +62,7 @@ func newNodeMode(cfg config.Config, nodeName string) (*nodeMode, error) {
 	return &nodeMode{
 		client:  client,
 		source:  src,
-		objects: apisource.NewObjects(apisource.ObjectsConfig{Client: client}),
+		objects: objects.New(objects.Config{Client: client}),
 	}, nil
 }
 
@@ -180,7 +181,7 @@ func (p apiPods) APIPod(uid types.UID) (*v1.Pod, bool, bool) {
 		return nil, false, false
 	}
 	mp, ok := p.source.PodByName(local.Namespace, local.Name)
-	if !ok || mp.Annotations[apisource.AnnotationMirror] == "" {
+	if !ok || mp.Annotations[manifest.AnnotationMirror] == "" {
 		return nil, false, false
 	}
 	return mp, true, true
@@ -197,7 +198,7 @@ func (p apiPods) UIDs() []types.UID {
 func (p apiPods) Deleted() []types.UID {
 	var out []types.UID
 	for _, pod := range p.source.Pods() {
-		if pod.DeletionTimestamp != nil && pod.Annotations[apisource.AnnotationMirror] == "" {
+		if pod.DeletionTimestamp != nil && pod.Annotations[manifest.AnnotationMirror] == "" {
 			out = append(out, pod.UID)
 		}
 	}

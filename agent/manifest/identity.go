@@ -31,6 +31,9 @@ const (
 	// running pods to terminate, and which to keep because their manifest
 	// is only bad right now (DESIGN.md rule 5).
 	AnnotationConfigOrigin = "minikubelet.io/config.origin"
+	// AnnotationMirror marks a mirror pod: the API's copy of a static pod.
+	// Its value is the static pod's config hash.
+	AnnotationMirror = "kubernetes.io/config.mirror"
 )
 
 // Identity is what a static pod's identity derives from besides its content.

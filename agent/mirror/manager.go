@@ -13,7 +13,6 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
-	"github.com/minikubelet/minikubelet/agent/apisource"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
@@ -106,7 +105,7 @@ func (m *Manager) Reconcile(ctx context.Context) {
 		wanted[key] = true
 		hash := sp.Annotations[manifest.AnnotationConfigHash]
 		mp := existing[key]
-		if mp != nil && mp.DeletionTimestamp == nil && mp.Annotations[apisource.AnnotationMirror] == hash {
+		if mp != nil && mp.DeletionTimestamp == nil && mp.Annotations[manifest.AnnotationMirror] == hash {
 			continue
 		}
 		if mp != nil {
@@ -176,7 +175,7 @@ func MirrorOf(static *v1.Pod, nodeName, hash string) *v1.Pod {
 	for k, v := range static.Annotations {
 		annotations[k] = v
 	}
-	annotations[apisource.AnnotationMirror] = hash
+	annotations[manifest.AnnotationMirror] = hash
 	spec := *static.Spec.DeepCopy()
 	spec.NodeName = nodeName
 	return &v1.Pod{

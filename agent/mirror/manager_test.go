@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/minikubelet/minikubelet/agent/apisource"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
@@ -77,7 +76,7 @@ func TestReconcile(t *testing.T) {
 					if !ok {
 						t.Fatalf("created %T", a)
 					}
-					if p.Annotations[apisource.AnnotationMirror] == "" || p.Spec.NodeName != "n1" || p.OwnerReferences[0].UID != "node-uid" {
+					if p.Annotations[manifest.AnnotationMirror] == "" || p.Spec.NodeName != "n1" || p.OwnerReferences[0].UID != "node-uid" {
 						t.Errorf("mirror pod created without annotation, node or owner: %+v", p.ObjectMeta)
 					}
 					got = append(got, "create:"+p.Name)

@@ -1,4 +1,4 @@
-package apisource
+package objects
 
 import (
 	"fmt"

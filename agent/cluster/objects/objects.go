@@ -1,4 +1,4 @@
-package apisource
+package objects
 
 import (
 	"context"
@@ -24,8 +24,8 @@ const (
 	tokenMaxAge        = 24 * time.Hour
 )
 
-// ObjectsConfig configures Objects.
-type ObjectsConfig struct {
+// Config configures a Cache.
+type Config struct {
 	// Client talks to the apiserver. Required.
 	Client kubernetes.Interface
 	// Clock decides when tokens are renewed. Nil means the real clock.
@@ -35,12 +35,12 @@ type ObjectsConfig struct {
 	SyncTimeout time.Duration
 }
 
-// Objects serves configMaps, secrets and service account tokens to volume
-// plugins and pod workers. Create it with NewObjects and start it with Run;
+// Cache serves configMaps, secrets and service account tokens to volume
+// plugins and pod workers. Create it with New and start it with Run;
 // its methods are safe for concurrent use, and before Run or after it
 // ended they answer from what is cached (configMaps and secrets: an error).
-type Objects struct {
-	cfg ObjectsConfig
+type Cache struct {
+	cfg Config
 	// stop is closed when Run's ctx is done: it stops the informers.
 	stop chan struct{}
 	// running is closed when Run starts: informers are started only then.
@@ -68,15 +68,15 @@ type cachedToken struct {
 	renewAt, expiresAt time.Time
 }
 
-// NewObjects returns Objects with nothing cached.
-func NewObjects(cfg ObjectsConfig) *Objects {
+// New returns a Cache with nothing cached.
+func New(cfg Config) *Cache {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.SyncTimeout <= 0 {
 		cfg.SyncTimeout = 10 * time.Second
 	}
-	return &Objects{
+	return &Cache{
 		cfg:        cfg,
 		stop:       make(chan struct{}),
 		running:    make(chan struct{}),
@@ -87,7 +87,7 @@ func NewObjects(cfg ObjectsConfig) *Objects {
 
 // Run lets informers start and stops them all when ctx is done. Call it
 // once.
-func (o *Objects) Run(ctx context.Context) {
+func (o *Cache) Run(ctx context.Context) {
 	close(o.running)
 	<-ctx.Done()
 	close(o.stop)
@@ -101,7 +101,7 @@ func (o *Objects) Run(ctx context.Context) {
 // namespace returns the namespace's informers, starting them the first
 // time, and waits (at most SyncTimeout) for Run to have started and for
 // them to have listed once.
-func (o *Objects) namespace(ctx context.Context, namespace string) (*nsObjects, error) {
+func (o *Cache) namespace(ctx context.Context, namespace string) (*nsObjects, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.SyncTimeout)
 	defer cancel()
 	select {
@@ -133,7 +133,7 @@ func (o *Objects) namespace(ctx context.Context, namespace string) (*nsObjects, 
 
 // GetConfigMap returns namespace/name from the namespace's informer; an
 // error for which apierrors.IsNotFound holds when there is none.
-func (o *Objects) GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
+func (o *Cache) GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
 	ns, err := o.namespace(ctx, namespace)
 	if err != nil {
 		return nil, err
@@ -146,7 +146,7 @@ func (o *Objects) GetConfigMap(ctx context.Context, namespace, name string) (*v1
 }
 
 // GetSecret is GetConfigMap for a secret.
-func (o *Objects) GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
+func (o *Cache) GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
 	ns, err := o.namespace(ctx, namespace)
 	if err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func (o *Objects) GetSecret(ctx context.Context, namespace, name string) (*v1.Se
 // and handed out again until 80% of its life or 24h have passed; when the
 // apiserver cannot give a new one, the kept one is handed out until it
 // expires.
-func (o *Objects) GetServiceAccountToken(ctx context.Context, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+func (o *Cache) GetServiceAccountToken(ctx context.Context, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 	key := tokenKey(namespace, name, req)
 	now := o.cfg.Clock.Now()
 	o.mu.Lock()

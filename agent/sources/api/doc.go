@@ -1,5 +1,5 @@
-// Package apisource is the apiserver pod source of node mode, and the API
-// objects those pods refer to.
+// Package api is the apiserver pod source of node mode, beside the file
+// and HTTP sources (agent/sources/file, agent/sources/http).
 //
 // Source watches, through a client-go informer, the pods bound to this node
 // (fieldSelector spec.nodeName=<node>) and sends, on the channel given to
@@ -12,12 +12,6 @@
 // snapshot changes and nothing the node runs is touched; once it can be
 // reached again the informer relists and the next snapshot carries only
 // what really changed. Source also answers lookups of the pods it holds
-// (PodByUID, MirrorPod) from the informer's cache, for the status syncer and
-// the mirror pod manager.
-//
-// Objects serves configMap, secret and service account token content to
-// the volume plugins and to pod workers (env valueFrom, envFrom,
-// imagePullSecrets): configMaps and secrets from per-namespace informers
-// started the first time a namespace is asked about, tokens through the
-// TokenRequest API, kept and renewed as the kubelet's token manager does.
-package apisource
+// (PodByUID, PodByName, MirrorPods, Pods) from the informer's cache, for
+// node mode's status syncer and mirror pod manager (agent/cluster/...).
+package api

@@ -1,4 +1,4 @@
-package apisource
+package api
 
 import (
 	"context"
@@ -21,10 +21,6 @@ import (
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/sources"
 )
-
-// AnnotationMirror marks a mirror pod: the API's copy of a static pod. Its
-// value is the static pod's config hash.
-const AnnotationMirror = "kubernetes.io/config.mirror"
 
 // uidIndex is the informer index of pods by UID.
 const uidIndex = "uid"
@@ -183,7 +179,7 @@ func (s *Source) snapshot() (sources.Update, string) {
 // Runnable reports whether the node runs p: it is not a mirror pod and
 // not in a terminal phase.
 func Runnable(p *v1.Pod) bool {
-	if _, mirror := p.Annotations[AnnotationMirror]; mirror {
+	if _, mirror := p.Annotations[manifest.AnnotationMirror]; mirror {
 		return false
 	}
 	return p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
@@ -216,7 +212,7 @@ func (s *Source) MirrorPods() []*v1.Pod {
 	var out []*v1.Pod
 	for _, o := range s.informer.GetStore().List() {
 		if p, ok := o.(*v1.Pod); ok {
-			if _, mirror := p.Annotations[AnnotationMirror]; mirror {
+			if _, mirror := p.Annotations[manifest.AnnotationMirror]; mirror {
 				out = append(out, p)
 			}
 		}
