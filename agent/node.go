@@ -10,13 +10,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/minikubelet/minikubelet/agent/apistatus"
+	"github.com/minikubelet/minikubelet/agent/cluster/mirror"
+	"github.com/minikubelet/minikubelet/agent/cluster/nodestatus"
 	"github.com/minikubelet/minikubelet/agent/cluster/objects"
+	"github.com/minikubelet/minikubelet/agent/cluster/podstatus"
 	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/machine"
 	"github.com/minikubelet/minikubelet/agent/manifest"
-	"github.com/minikubelet/minikubelet/agent/mirror"
-	"github.com/minikubelet/minikubelet/agent/nodestatus"
 	"github.com/minikubelet/minikubelet/agent/podmanager"
 	"github.com/minikubelet/minikubelet/agent/sources"
 	apisource "github.com/minikubelet/minikubelet/agent/sources/api"
@@ -31,7 +31,7 @@ type nodeMode struct {
 	source  *apisource.Source
 	objects *objects.Cache
 	// statusSync, nodeStatus and mirrors are set by startNodeMode.
-	statusSync *apistatus.Syncer
+	statusSync *podstatus.Syncer
 	nodeStatus *nodestatus.Manager
 	mirrors    *mirror.Manager
 }
@@ -70,7 +70,7 @@ func newNodeMode(cfg config.Config, nodeName string) (*nodeMode, error) {
 // pods once the runtime answered; goRun runs a loop until the agent stops.
 func (a *Agent) startNodeMode(goRun func(func(context.Context)), clients *cri.Clients, statuses *statusFanout) {
 	n := a.node
-	n.statusSync = apistatus.New(apistatus.Config{
+	n.statusSync = podstatus.New(podstatus.Config{
 		Client:   n.client.CoreV1(),
 		Statuses: statuses.manager,
 		Pods:     apiPods{pods: a.pods, source: n.source},

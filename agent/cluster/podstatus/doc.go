@@ -1,4 +1,4 @@
-// Package apistatus writes the status of the node's pods to the apiserver,
+// Package podstatus writes the status of the node's pods to the apiserver,
 // and does the final delete of pods deleted in the API once they are gone
 // from the node: the apiserver half of the kubelet's status manager.
 //
@@ -13,4 +13,4 @@
 // time per pod; a failed patch or delete is retried with per-pod
 // exponential back-off (200ms to 30s), and the periodic resync catches up
 // everything after the apiserver was unreachable.
-package apistatus
+package podstatus

@@ -1,4 +1,4 @@
-package apistatus
+package podstatus
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package apistatus
+package podstatus
 
 import (
 	"context"
@@ -91,7 +91,7 @@ func (s *Syncer) Notify(uid types.UID) { s.queue.Add(uid) }
 
 // Run handles queued pods until ctx is done, with one worker.
 func (s *Syncer) Run(ctx context.Context) {
-	logger := klog.FromContext(ctx).WithName("apistatus")
+	logger := klog.FromContext(ctx).WithName("podstatus")
 	ctx = klog.NewContext(ctx, logger)
 	go func() {
 		<-ctx.Done()
