@@ -11,9 +11,11 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/agent/cluster"
 	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/housekeeping"
 	"github.com/minikubelet/minikubelet/agent/machine"
@@ -88,8 +90,8 @@ type Agent struct {
 	// notifier and firstSyncs serve the service manager (notify.go).
 	notifier   notifier
 	firstSyncs *firstSyncs
-	// node holds node mode's parts (node.go); nil in standalone mode.
-	node *nodeMode
+	// cluster holds node mode's parts; nil in standalone mode.
+	cluster *cluster.Cluster
 }
 
 // Deps are what tests may replace; zero values get the real thing.
@@ -124,13 +126,13 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	node, err := newNodeMode(cfg, nodeName)
+	node, err := cluster.New(cluster.Config{NodeConfig: cfg.NodeConfig, NodeName: nodeName, HostIP: ip, RootDir: cfg.RootDir, Clock: deps.Clock})
 	if err != nil {
 		return nil, err
 	}
 	m := metrics.New()
 	return &Agent{
-		node:     node,
+		cluster:  node,
 		cfg:      cfg,
 		clock:    deps.Clock,
 		nodeName: nodeName,
@@ -220,9 +222,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		goRun(func(ctx context.Context) { urlSource.Run(ctx, sourceUpdates) })
 	}
-	if a.node != nil {
-		goRun(func(ctx context.Context) { a.node.source.Run(ctx, sourceUpdates) })
-		goRun(a.node.objects.Run)
+	if a.cluster != nil {
+		goRun(func(ctx context.Context) { a.cluster.Run(ctx, sourceUpdates) })
 	}
 	goRun(func(ctx context.Context) { a.merger.Run(ctx, sourceUpdates, podUpdates) })
 
@@ -254,8 +255,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Pod volumes live under <root-dir>/pods; a standalone agent has no
 	// apiserver to serve configMaps, secrets or tokens.
 	volumesConfig := volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: machine.Allocatable(a.cfg.RootDir), Clock: a.clock}
-	if a.node != nil {
-		volumesConfig.Objects = a.node.objects
+	if a.cluster != nil {
+		volumesConfig.Objects = a.cluster.Objects()
 	}
 	podVolumes := volumes.New(volumesConfig)
 	// Probe results go to the syncLoop; probe workers learn of their
@@ -276,7 +277,6 @@ func (a *Agent) Run(ctx context.Context) error {
 		Probes:      a.probes,
 		OnStatus:    statuses.onStatus,
 	})
-	statuses.manager = statusManager
 	a.status.Store(statusManager)
 	syncerConfig := podworkers.SyncerConfig{
 		Runtime:        clients.Runtime,
@@ -300,9 +300,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		Cgroups:                 cg,
 		MemoryCapacity:          a.memoryCapacity,
 	}
-	if a.node != nil {
+	if a.cluster != nil {
 		// configMapKeyRef, secretKeyRef, envFrom and imagePullSecrets.
-		syncerConfig.Objects = a.node.objects
+		syncerConfig.Objects = a.cluster.Objects()
 	}
 	syncer := podworkers.NewSyncer(syncerConfig)
 	a.workers = podworkers.New(podworkers.Config{
@@ -324,8 +324,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	goRun(a.newLogRotation(clients.Runtime).Run)
 	a.nodeShutdown = a.startNodeShutdown(goRun, statusManager)
 	goRun(imageGC.Run)
-	if a.node != nil {
-		a.startNodeMode(goRun, clients, statuses)
+	if a.cluster != nil {
+		reporters := a.cluster.NewReporters(cluster.ReportersConfig{
+			Pods:           a.pods,
+			Statuses:       statusManager,
+			Gone:           a.podGone,
+			Ready:          a.nodeReady,
+			SystemInfo:     machine.SystemInfo(clients.RuntimeName, clients.RuntimeVersion),
+			MemoryCapacity: a.memoryCapacity,
+		})
+		statuses.notify = reporters.Notify
+		goRun(reporters.Run)
 	}
 
 	a.syncLoop(ctx, podUpdates, lifecycle.Watch(), probeResults)
@@ -440,3 +449,46 @@ func (a *Agent) syncLoopHealthy() error {
 
 // cleanupTimeout bounds work done after the agent's ctx was cancelled.
 const cleanupTimeout = 5 * time.Second
+
+// statusFanout passes each pod status the status manager stores on to the
+// prober and, in node mode, to the apiserver status syncer.
+type statusFanout struct {
+	probes func(uid types.UID, st v1.PodStatus)
+	// notify is set before the syncLoop starts, nil in standalone mode.
+	notify func(uid types.UID)
+}
+
+func (f *statusFanout) onStatus(uid types.UID, st v1.PodStatus) {
+	f.probes(uid, st)
+	if f.notify != nil {
+		f.notify(uid)
+	}
+}
+
+// nodeReady is the Node's Ready condition: the runtime answers, the PLEG
+// relists and the syncLoop turns.
+func (a *Agent) nodeReady() error {
+	for _, check := range []func() error{a.runtimeHealthy, a.plegHealthy, a.syncLoopHealthy} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// podGone reports whether the node holds nothing of a pod any more: no
+// worker, and nothing in the runtime as of a relist (not before the first
+// one: until then the node does not know what it holds).
+func (a *Agent) podGone(uid types.UID) bool {
+	p := a.pleg.Load()
+	if p == nil || p.LastSeen().IsZero() || a.workers == nil {
+		return false
+	}
+	for _, known := range a.workers.Known() {
+		if known == uid {
+			return false
+		}
+	}
+	st, err := a.cache.Get(uid)
+	return err == nil && (st == nil || len(st.Sandboxes)+len(st.Containers) == 0)
+}
