@@ -23,6 +23,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/podmanager"
 	"github.com/minikubelet/minikubelet/agent/prober"
 	"github.com/minikubelet/minikubelet/agent/server"
+	"github.com/minikubelet/minikubelet/agent/shutdown"
 	"github.com/minikubelet/minikubelet/agent/sources"
 	"github.com/minikubelet/minikubelet/agent/sources/file"
 	httpsource "github.com/minikubelet/minikubelet/agent/sources/http"
@@ -68,7 +69,7 @@ type Agent struct {
 	probes *prober.Manager
 	// nodeShutdown is set by Run before the syncLoop starts; nil when
 	// graceful node shutdown is off.
-	nodeShutdown *nodeShutdown
+	nodeShutdown *shutdown.NodePods
 	// status and pleg are set by Run once the runtime answers; the HTTP
 	// server reads them before that.
 	status atomic.Pointer[status.Manager]
@@ -322,7 +323,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.metrics.RegisterPLEG(lifecycle)
 	goRun(lifecycle.Run)
 	goRun(a.newLogRotation(clients.Runtime).Run)
-	a.nodeShutdown = a.startNodeShutdown(goRun, statusManager)
+	if a.cfg.ShutdownGracePeriod > 0 {
+		a.nodeShutdown = shutdown.NewNodePods(shutdown.NodePodsConfig{Pods: a.pods, Workers: a.workers, Status: statusManager})
+		goRun(shutdown.New(shutdown.Config{
+			GracePeriod:             a.cfg.ShutdownGracePeriod,
+			CriticalPodsGracePeriod: a.cfg.ShutdownGracePeriodCriticalPods,
+			Node:                    a.nodeShutdown,
+			LogindConfDir:           a.cfg.LogindConfDir,
+			Clock:                   a.clock,
+		}).Run)
+	}
 	goRun(imageGC.Run)
 	if a.cluster != nil {
 		reporters := a.cluster.NewReporters(cluster.ReportersConfig{

@@ -45,8 +45,8 @@ func (a *Agent) syncLoop(ctx context.Context, updates <-chan podconfig.PodUpdate
 			a.handlePLEGEvent(ctx, logger, e)
 		case r := <-probeCh:
 			a.handleProbeResult(ctx, logger, r)
-		case r := <-a.nodeShutdown.requestsCh():
-			a.nodeShutdown.handle(ctx, logger, r)
+		case r := <-a.nodeShutdown.Requests():
+			a.nodeShutdown.Handle(ctx, logger, r)
 		case <-syncTicker.C():
 			a.workers.ResyncDue()
 		case <-housekeeping.C():

@@ -1,4 +1,4 @@
-package agent
+package shutdown
 
 import (
 	"context"
@@ -8,82 +8,90 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/minikubelet/minikubelet/agent/podmanager"
-	"github.com/minikubelet/minikubelet/agent/shutdown"
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/podworkers"
 )
 
-// nodeShutdown is the agent's end of graceful node shutdown: the node as the
-// shutdown manager (agent/shutdown) sees it. The manager's requests travel
-// to the syncLoop, which carries them out between its other events with
-// handle (DESIGN.md rule 1: it only dispatches, to pod workers).
-type nodeShutdown struct {
-	pods    *podmanager.Manager
-	workers *podworkers.Workers
-	status  *status.Manager
+// wantedPods are the pods the sources want (agent/podmanager).
+type wantedPods interface {
+	Get(uid types.UID) *v1.Pod
+	List() []*v1.Pod
+}
+
+// podWorkers are the pod workers (podworkers.Workers).
+type podWorkers interface {
+	HoldStarts(hold bool)
+	UpdatePod(ctx context.Context, o podworkers.UpdatePodOptions)
+	IsTerminated(uid types.UID) bool
+}
+
+// podStatuses is the status manager (agent/status).
+type podStatuses interface {
+	Get(uid types.UID) (v1.PodStatus, bool)
+	SetTerminal(uid types.UID, t status.Terminal)
+	Forget(uid types.UID)
+}
+
+// NodePods is the agent's end of graceful node shutdown: the node as the
+// Manager sees it. The Manager's requests travel to the syncLoop, which
+// carries them out between its other events with Handle (DESIGN.md rule 1:
+// it only dispatches, to pod workers).
+type NodePods struct {
+	pods    wantedPods
+	workers podWorkers
+	status  podStatuses
 	// requests carries the manager's requests to the syncLoop. Unbuffered:
 	// the manager's goroutine sends one and waits for its reply; the
-	// syncLoop receives. Owned by nodeShutdown, never closed.
-	requests chan shutdownRequest
+	// syncLoop receives. Owned by NodePods, never closed.
+	requests chan Request
 	// killed are the pods terminated for the shutdown under way. Owned by
 	// the syncLoop goroutine.
 	killed map[types.UID]bool
 }
 
-var _ interface {
-	StopAdmitting(ctx context.Context) ([]*v1.Pod, error)
-	TerminatePods(ctx context.Context, kills []shutdown.Kill) error
-	Terminated(uid types.UID) bool
-	Resume(ctx context.Context) error
-} = (*nodeShutdown)(nil)
+var _ node = (*NodePods)(nil)
 
-type shutdownOp int
+// NodePodsConfig configures NodePods. Every field is required.
+type NodePodsConfig struct {
+	Pods    wantedPods
+	Workers podWorkers
+	Status  podStatuses
+}
+
+// NewNodePods returns the node for a Manager (Config.Node); the syncLoop
+// must serve its Requests.
+func NewNodePods(cfg NodePodsConfig) *NodePods {
+	return &NodePods{
+		pods:     cfg.Pods,
+		workers:  cfg.Workers,
+		status:   cfg.Status,
+		requests: make(chan Request),
+		killed:   map[types.UID]bool{},
+	}
+}
+
+type requestOp int
 
 const (
-	opStopAdmitting shutdownOp = iota
+	opStopAdmitting requestOp = iota
 	opTerminate
 	opResume
 )
 
-// shutdownRequest is one request of the shutdown manager.
-type shutdownRequest struct {
-	op    shutdownOp
-	kills []shutdown.Kill
+// Request is one request of the shutdown manager, for the syncLoop to
+// carry out with NodePods.Handle.
+type Request struct {
+	op    requestOp
+	kills []Kill
 	// reply receives the running pods for opStopAdmitting, nil for the
 	// others, once the request was carried out. Capacity 1: the syncLoop
 	// never blocks on it. Written once, never closed.
 	reply chan []*v1.Pod
 }
 
-// startNodeShutdown starts the shutdown manager when --shutdown-grace-period
-// is set, with run; it returns nil otherwise. The syncLoop must run for the
-// manager's requests to be served.
-func (a *Agent) startNodeShutdown(run func(func(context.Context)), statusManager *status.Manager) *nodeShutdown {
-	if a.cfg.ShutdownGracePeriod <= 0 {
-		return nil
-	}
-	n := &nodeShutdown{
-		pods:     a.pods,
-		workers:  a.workers,
-		status:   statusManager,
-		requests: make(chan shutdownRequest),
-		killed:   map[types.UID]bool{},
-	}
-	m := shutdown.New(shutdown.Config{
-		GracePeriod:             a.cfg.ShutdownGracePeriod,
-		CriticalPodsGracePeriod: a.cfg.ShutdownGracePeriodCriticalPods,
-		Node:                    n,
-		LogindConfDir:           a.cfg.LogindConfDir,
-		Clock:                   a.clock,
-	})
-	run(m.Run)
-	return n
-}
-
-// requestsCh is the channel the syncLoop selects on: nil, which blocks
-// forever, when graceful node shutdown is off.
-func (n *nodeShutdown) requestsCh() <-chan shutdownRequest {
+// Requests is the channel the syncLoop selects on: nil, which blocks
+// forever, when n is nil (graceful node shutdown is off).
+func (n *NodePods) Requests() <-chan Request {
 	if n == nil {
 		return nil
 	}
@@ -91,30 +99,30 @@ func (n *nodeShutdown) requestsCh() <-chan shutdownRequest {
 }
 
 // StopAdmitting implements the shutdown manager's node.
-func (n *nodeShutdown) StopAdmitting(ctx context.Context) ([]*v1.Pod, error) {
-	return n.do(ctx, shutdownRequest{op: opStopAdmitting})
+func (n *NodePods) StopAdmitting(ctx context.Context) ([]*v1.Pod, error) {
+	return n.do(ctx, Request{op: opStopAdmitting})
 }
 
 // TerminatePods implements the shutdown manager's node.
-func (n *nodeShutdown) TerminatePods(ctx context.Context, kills []shutdown.Kill) error {
-	_, err := n.do(ctx, shutdownRequest{op: opTerminate, kills: kills})
+func (n *NodePods) TerminatePods(ctx context.Context, kills []Kill) error {
+	_, err := n.do(ctx, Request{op: opTerminate, kills: kills})
 	return err
 }
 
 // Resume implements the shutdown manager's node.
-func (n *nodeShutdown) Resume(ctx context.Context) error {
-	_, err := n.do(ctx, shutdownRequest{op: opResume})
+func (n *NodePods) Resume(ctx context.Context) error {
+	_, err := n.do(ctx, Request{op: opResume})
 	return err
 }
 
 // Terminated implements the shutdown manager's node. It only reads the
 // workers' state, which is safe from any goroutine.
-func (n *nodeShutdown) Terminated(uid types.UID) bool {
+func (n *NodePods) Terminated(uid types.UID) bool {
 	return n.workers.IsTerminated(uid)
 }
 
 // do hands r to the syncLoop and waits until it was carried out.
-func (n *nodeShutdown) do(ctx context.Context, r shutdownRequest) ([]*v1.Pod, error) {
+func (n *NodePods) do(ctx context.Context, r Request) ([]*v1.Pod, error) {
 	r.reply = make(chan []*v1.Pod, 1)
 	select {
 	case n.requests <- r:
@@ -129,7 +137,7 @@ func (n *nodeShutdown) do(ctx context.Context, r shutdownRequest) ([]*v1.Pod, er
 	}
 }
 
-// handle carries out r; it runs in the syncLoop and only dispatches.
+// Handle carries out r; it runs in the syncLoop and only dispatches.
 //
 //   - stop admitting: no pod starts any more (podworkers.HoldStarts), and
 //     the pods that run are listed: those of the sources not in a terminal
@@ -140,7 +148,7 @@ func (n *nodeShutdown) do(ctx context.Context, r shutdownRequest) ([]*v1.Pod, er
 //   - resume: pods may start again; the marked statuses are forgotten and
 //     every pod of the sources is added again, which starts a new worker
 //     for each pod killed (or restarts it once its termination is over).
-func (n *nodeShutdown) handle(ctx context.Context, logger klog.Logger, r shutdownRequest) {
+func (n *NodePods) Handle(ctx context.Context, logger klog.Logger, r Request) {
 	var reply []*v1.Pod
 	switch r.op {
 	case opStopAdmitting:

@@ -1,4 +1,4 @@
-package agent
+package shutdown
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,14 +16,11 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/minikubelet/minikubelet/agent/podmanager"
-	"github.com/minikubelet/minikubelet/agent/shutdown"
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
 )
-
-var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // fakeSyncer runs pods in memory: a synced pod runs one container, a
 // terminated one is removed, and each reports to the status manager as the
@@ -85,15 +81,11 @@ func staticPod(name string, policy v1.RestartPolicy) *v1.Pod {
 	}
 }
 
+// waitUntil is waitFor (manager_test.go) for a condition without a state
+// to report.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, what, func() (bool, string) { return cond(), "" })
 }
 
 // The shutdown manager's requests, as the syncLoop carries them out with
@@ -101,7 +93,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // start; terminate kills with the given grace and marks the statuses, which
 // outlive the pods' removal; a new pod does not start meanwhile; resume
 // starts every pod again, afresh.
-func TestNodeShutdownRequests(t *testing.T) {
+func TestNodePodsRequests(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	clk := testingclock.NewFakeClock(t0)
@@ -115,12 +107,12 @@ func TestNodeShutdownRequests(t *testing.T) {
 		workers.Wait()
 	}()
 	pods := podmanager.New()
-	n := &nodeShutdown{pods: pods, workers: workers, status: statuses, killed: map[types.UID]bool{}}
+	n := NewNodePods(NodePodsConfig{Pods: pods, Workers: workers, Status: statuses})
 	logger := klog.FromContext(ctx)
-	do := func(r shutdownRequest) []*v1.Pod {
+	do := func(r Request) []*v1.Pod {
 		t.Helper()
 		r.reply = make(chan []*v1.Pod, 1)
-		n.handle(ctx, logger, r)
+		n.Handle(ctx, logger, r)
 		return <-r.reply
 	}
 
@@ -135,16 +127,16 @@ func TestNodeShutdownRequests(t *testing.T) {
 		return a.Phase == v1.PodRunning && b.Phase == v1.PodSucceeded
 	})
 
-	running := do(shutdownRequest{op: opStopAdmitting})
+	running := do(Request{op: opStopAdmitting})
 	if len(running) != 1 || running[0].UID != web.UID {
 		t.Fatalf("running pods = %v, want only web (job succeeded)", running)
 	}
-	do(shutdownRequest{op: opTerminate, kills: []shutdown.Kill{{Pod: web, GracePeriod: 15, Reason: shutdown.Reason, Message: shutdown.Message}}})
+	do(Request{op: opTerminate, kills: []Kill{{Pod: web, GracePeriod: 15, Reason: Reason, Message: Message}}})
 	if st, _ := statuses.Get(web.UID); st.Phase != v1.PodFailed || st.Reason != "Terminated" {
 		t.Errorf("web at once: phase %s reason %q, want Failed, Terminated", st.Phase, st.Reason)
 	}
 	waitUntil(t, "web terminated", func() bool { return n.Terminated(web.UID) && !slices.Contains(workers.Known(), web.UID) })
-	if st, ok := statuses.Get(web.UID); !ok || st.Phase != v1.PodFailed || st.Message != shutdown.Message {
+	if st, ok := statuses.Get(web.UID); !ok || st.Phase != v1.PodFailed || st.Message != Message {
 		t.Errorf("web after removal: %v phase %s message %q", ok, st.Phase, st.Message)
 	}
 
@@ -158,7 +150,7 @@ func TestNodeShutdownRequests(t *testing.T) {
 		t.Errorf("workers while shutting down = %v, want only job's", got)
 	}
 
-	do(shutdownRequest{op: opResume})
+	do(Request{op: opResume})
 	waitUntil(t, "web and late running again", func() bool {
 		a, _ := statuses.Get(web.UID)
 		b, _ := statuses.Get(late.UID)
