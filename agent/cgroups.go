@@ -4,9 +4,7 @@ import (
 	"context"
 	"net/http"
 	"runtime"
-	"time"
 
-	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
@@ -61,7 +59,7 @@ func (a *Agent) setupCgroups(ctx context.Context, rt runtimeConfigReader) (*cgro
 	klog.FromContext(ctx).Info("Cgroups ready", "version", cg.Version(), "driver", cg.Driver(), "root", a.cfg.CgroupRoot, "perQOS", a.cfg.CgroupsPerQOS)
 	a.stats.Store(stats.New(stats.Config{
 		NodeName:      a.nodeName,
-		Pods:          statsPods{a: a, cg: cg},
+		Pods:          stats.PodLister{Pods: a.pods, Runtime: a.cache, Cgroups: cg},
 		Cgroups:       cg,
 		Clock:         a.clock,
 		PodsCgroup:    cg.PodsCgroup(),
@@ -69,59 +67,6 @@ func (a *Agent) setupCgroups(ctx context.Context, rt runtimeConfigReader) (*cgro
 		MachineMemory: uint64(a.memoryCapacity),
 	}))
 	return cg, nil
-}
-
-// statsPods lists, for the stats provider, the pods the sources want that
-// have a ready sandbox, with their running containers and cgroups.
-type statsPods struct {
-	a  *Agent
-	cg *cgroups.Manager
-}
-
-func (s statsPods) StatsPods() []stats.Pod {
-	var out []stats.Pod
-	for _, pod := range s.a.pods.List() {
-		st, _ := s.a.cache.Get(pod.UID)
-		if st == nil {
-			continue
-		}
-		var sb *runtimeapi.PodSandboxStatus
-		for _, candidate := range st.Sandboxes { // newest first
-			if candidate.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
-				sb = candidate
-				break
-			}
-		}
-		if sb == nil {
-			continue
-		}
-		out = append(out, s.statsPod(pod, st, sb))
-	}
-	return out
-}
-
-func (s statsPods) statsPod(pod *v1.Pod, st *kubecontainer.PodStatus, sb *runtimeapi.PodSandboxStatus) stats.Pod {
-	sp := stats.Pod{
-		Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
-		StartTime:   time.Unix(0, sb.GetCreatedAt()),
-		HostNetwork: pod.Spec.HostNetwork,
-	}
-	// The pod's cgroup is looked up rather than derived from its spec: a
-	// sandbox stays in the QoS cgroup it was made in.
-	parent := s.cg.PodCgroupParent(pod)
-	if p, ok := s.cg.FindPodCgroup(pod.UID); ok {
-		sp.Cgroup, parent = p, p
-	}
-	for _, c := range st.Containers {
-		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING || c.SandboxID != sb.GetId() {
-			continue
-		}
-		sp.Containers = append(sp.Containers, stats.Container{
-			Name: c.Name, ID: c.ID, Image: c.Image, StartTime: c.CreatedAt,
-			Cgroup: s.cg.ContainerCgroup(parent, c.ID),
-		})
-	}
-	return sp
 }
 
 // serveStatsSummary and serveCadvisor answer 503 until the runtime has
