@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -21,6 +20,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/machine"
 	"github.com/minikubelet/minikubelet/agent/podconfig"
 	"github.com/minikubelet/minikubelet/agent/podmanager"
+	"github.com/minikubelet/minikubelet/agent/podview"
 	"github.com/minikubelet/minikubelet/agent/prober"
 	"github.com/minikubelet/minikubelet/agent/server"
 	"github.com/minikubelet/minikubelet/agent/shutdown"
@@ -157,24 +157,29 @@ func (a *Agent) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting minikubelet", "node", a.nodeName, "hostIP", a.hostIP, "manifests", a.cfg.PodManifestPath, "runtime", a.cfg.RuntimeEndpoint)
 
+	view := podview.New(podview.Config{Pods: a.pods, Statuses: lateStatuses{&a.status}, Runtime: a.cache})
 	srv, err := server.Listen(server.Config{
 		Address:        a.cfg.Address,
 		ReadOnlyPort:   a.cfg.ReadOnlyPort,
 		HealthzAddress: a.cfg.HealthzBindAddress,
 		HealthzPort:    a.cfg.HealthzPort,
-		Pods:           a,
+		Pods:           view,
 		Checks: []server.Check{
 			{Name: "runtime", Check: a.runtimeHealthy},
 			{Name: "pleg", Check: a.plegHealthy},
 			{Name: "syncloop", Check: a.syncLoopHealthy},
 		},
-		ManifestErrors:  a.merger,
-		Metrics:         a.metrics.Handler(),
-		Logs:            a,
-		Auth:            a.cfg.ServerAuth(),
-		Running:         a,
-		StatsSummary:    http.HandlerFunc(a.serveStatsSummary),
-		CadvisorMetrics: http.HandlerFunc(a.serveCadvisor),
+		ManifestErrors: a.merger,
+		Metrics:        a.metrics.Handler(),
+		Logs:           view,
+		Auth:           a.cfg.ServerAuth(),
+		Running:        view,
+		Stats: func() server.Stats {
+			if p := a.stats.Load(); p != nil {
+				return p
+			}
+			return nil
+		},
 	})
 	if err != nil {
 		return err
@@ -408,27 +413,6 @@ func configuredSources(cfg config.Config) []string {
 	return out
 }
 
-// PodsWithStatus returns the node's pods with their current status, for
-// /pods. The pods are copies the caller may keep.
-func (a *Agent) PodsWithStatus() []*v1.Pod {
-	pods := a.pods.List()
-	statuses := a.status.Load()
-	out := make([]*v1.Pod, 0, len(pods))
-	for _, p := range pods {
-		cp := p.DeepCopy()
-		if statuses != nil {
-			if st, ok := statuses.Get(p.UID); ok {
-				cp.Status = *st.DeepCopy()
-			}
-		}
-		if cp.Status.Phase == "" {
-			cp.Status.Phase = v1.PodPending
-		}
-		out = append(out, cp)
-	}
-	return out
-}
-
 func (a *Agent) runtimeHealthy() error {
 	if !a.runtimeReady.Load() {
 		return fmt.Errorf("container runtime at %s has not answered yet", a.cfg.RuntimeEndpoint)
@@ -501,4 +485,17 @@ func (a *Agent) podGone(uid types.UID) bool {
 	}
 	st, err := a.cache.Get(uid)
 	return err == nil && (st == nil || len(st.Sandboxes)+len(st.Containers) == 0)
+}
+
+// lateStatuses reads the status manager once it exists; before, no pod
+// has a status.
+type lateStatuses struct {
+	m *atomic.Pointer[status.Manager]
+}
+
+func (l lateStatuses) Get(uid types.UID) (v1.PodStatus, bool) {
+	if m := l.m.Load(); m != nil {
+		return m.Get(uid)
+	}
+	return v1.PodStatus{}, false
 }

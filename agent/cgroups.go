@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"net/http"
 	"runtime"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -67,22 +66,4 @@ func (a *Agent) setupCgroups(ctx context.Context, rt runtimeConfigReader) (*cgro
 		MachineMemory: uint64(a.memoryCapacity),
 	}))
 	return cg, nil
-}
-
-// serveStatsSummary and serveCadvisor answer 503 until the runtime has
-// answered and the provider exists.
-func (a *Agent) serveStatsSummary(w http.ResponseWriter, r *http.Request) {
-	if p := a.stats.Load(); p != nil {
-		p.SummaryHandler().ServeHTTP(w, r)
-		return
-	}
-	http.Error(w, "stats are not available until the container runtime has answered", http.StatusServiceUnavailable)
-}
-
-func (a *Agent) serveCadvisor(w http.ResponseWriter, r *http.Request) {
-	if p := a.stats.Load(); p != nil {
-		p.CadvisorHandler().ServeHTTP(w, r)
-		return
-	}
-	http.Error(w, "stats are not available until the container runtime has answered", http.StatusServiceUnavailable)
 }

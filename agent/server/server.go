@@ -61,10 +61,10 @@ type Config struct {
 	Auth Auth
 	// Running backs /runningpods/.
 	Running runningPods
-	// StatsSummary serves /stats/summary and CadvisorMetrics
-	// /metrics/cadvisor; each is optional (404 when nil).
-	StatsSummary    http.Handler
-	CadvisorMetrics http.Handler
+	// Stats returns what serves /stats/summary and /metrics/cadvisor, or
+	// nil while there is nothing yet (the container runtime has not
+	// answered): they answer 503 then. Nil Stats leaves them out (404).
+	Stats func() Stats
 }
 
 // Server serves the endpoints.
@@ -138,11 +138,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	if s.cfg.Metrics != nil {
 		readOnly.Handle("GET /metrics", s.cfg.Metrics)
 	}
-	if s.cfg.StatsSummary != nil {
-		readOnly.Handle("GET /stats/summary", s.cfg.StatsSummary)
-	}
-	if s.cfg.CadvisorMetrics != nil {
-		readOnly.Handle("GET /metrics/cadvisor", s.cfg.CadvisorMetrics)
+	if s.cfg.Stats != nil {
+		readOnly.Handle("GET /stats/summary", s.stats(Stats.SummaryHandler))
+		readOnly.Handle("GET /metrics/cadvisor", s.stats(Stats.CadvisorHandler))
 	}
 	healthz := http.NewServeMux()
 	healthz.HandleFunc("GET /healthz", s.healthz)

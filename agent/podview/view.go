@@ -1,4 +1,4 @@
-package agent
+package podview
 
 import (
 	"fmt"
@@ -15,14 +15,66 @@ import (
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
 
+// wantedPods are the pods the sources want (agent/podmanager).
+type wantedPods interface {
+	List() []*v1.Pod
+}
+
+// statusSource is the status manager (agent/status); before it exists, it
+// has no status for any pod.
+type statusSource interface {
+	Get(uid types.UID) (v1.PodStatus, bool)
+}
+
+// runtimePods is what the runtime holds, as the PLEG cache last saw it.
+type runtimePods interface {
+	Get(uid types.UID) (*kubecontainer.PodStatus, error)
+	ForEach(f func(uid types.UID, st *kubecontainer.PodStatus))
+}
+
+// Config says where a View reads. Every field is required.
+type Config struct {
+	Pods     wantedPods
+	Statuses statusSource
+	Runtime  runtimePods
+}
+
+// View answers the HTTP endpoints' questions about the node's pods. Safe
+// for concurrent use as far as its Config's parts are.
+type View struct {
+	cfg Config
+}
+
+// New returns a View.
+func New(cfg Config) *View { return &View{cfg: cfg} }
+
+// PodsWithStatus returns the node's pods with their current status, for
+// /pods: a pod without one yet is Pending. The pods are copies the caller
+// may keep.
+func (v *View) PodsWithStatus() []*v1.Pod {
+	pods := v.cfg.Pods.List()
+	out := make([]*v1.Pod, 0, len(pods))
+	for _, p := range pods {
+		cp := p.DeepCopy()
+		if st, ok := v.cfg.Statuses.Get(p.UID); ok {
+			cp.Status = *st.DeepCopy()
+		}
+		if cp.Status.Phase == "" {
+			cp.Status.Phase = v1.PodPending
+		}
+		out = append(out, cp)
+	}
+	return out
+}
+
 // ContainerLog finds the log file of a container of a pod the node runs,
 // for /containerLogs, choosing the instance as the kubelet does from the
 // pod's status: the current one is the running or terminated container,
 // or, while it waits to restart, the one that last terminated; the
 // previous one is its lastState.
-func (a *Agent) ContainerLog(namespace, name, container string, previous bool) (server.LogFile, error) {
+func (v *View) ContainerLog(namespace, name, container string, previous bool) (server.LogFile, error) {
 	var pod *v1.Pod
-	for _, p := range a.pods.List() {
+	for _, p := range v.cfg.Pods.List() {
 		if p.Namespace == namespace && p.Name == name {
 			pod = p
 			break
@@ -35,10 +87,8 @@ func (a *Agent) ContainerLog(namespace, name, container string, previous bool) (
 		return server.LogFile{}, fmt.Errorf("container %q is not valid for pod %s: %w", container, name, server.ErrNotFound)
 	}
 	var api *v1.ContainerStatus
-	if sm := a.status.Load(); sm != nil {
-		if st, ok := sm.Get(pod.UID); ok {
-			api = findContainerStatus(st, container)
-		}
+	if st, ok := v.cfg.Statuses.Get(pod.UID); ok {
+		api = findContainerStatus(st, container)
 	}
 	var apiID string
 	switch last := lastTerminated(api); {
@@ -59,7 +109,7 @@ func (a *Agent) ContainerLog(namespace, name, container string, previous bool) (
 		return server.LogFile{}, fmt.Errorf("container %q in pod %q is waiting to start", container, name)
 	}
 	id := apiID[strings.Index(apiID, "://")+3:]
-	st, err := a.cache.Get(pod.UID)
+	st, err := v.cfg.Runtime.Get(pod.UID)
 	if err != nil {
 		return server.LogFile{}, fmt.Errorf("status of pod %s: %w", name, err)
 	}
@@ -76,7 +126,7 @@ func (a *Agent) ContainerLog(namespace, name, container string, previous bool) (
 	return server.LogFile{
 		Path: cs.LogPath,
 		Running: func() bool {
-			st, err := a.cache.Get(uid)
+			st, err := v.cfg.Runtime.Get(uid)
 			if err != nil {
 				return true // unknown: keep following
 			}
@@ -111,9 +161,9 @@ func lastTerminated(cs *v1.ContainerStatus) *v1.ContainerStateTerminated {
 // RunningPods returns the pods the runtime runs for this agent, as the
 // kubelet's /runningpods/ lists them: metadata and the running containers
 // (name, image, ID), whatever the sources want.
-func (a *Agent) RunningPods() []*v1.Pod {
+func (v *View) RunningPods() []*v1.Pod {
 	var out []*v1.Pod
-	a.cache.ForEach(func(uid types.UID, st *kubecontainer.PodStatus) {
+	v.cfg.Runtime.ForEach(func(uid types.UID, st *kubecontainer.PodStatus) {
 		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: st.Name, Namespace: st.Namespace, UID: uid}}
 		for _, cs := range st.Containers {
 			if cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
