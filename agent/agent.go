@@ -18,6 +18,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/housekeeping"
 	"github.com/minikubelet/minikubelet/agent/machine"
+	"github.com/minikubelet/minikubelet/agent/notify"
 	"github.com/minikubelet/minikubelet/agent/podconfig"
 	"github.com/minikubelet/minikubelet/agent/podmanager"
 	"github.com/minikubelet/minikubelet/agent/podview"
@@ -88,11 +89,17 @@ type Agent struct {
 	// memoryCapacity is the node's memory in bytes; 0 when unknown.
 	memoryCapacity int64
 
-	// notifier and firstSyncs serve the service manager (notify.go).
+	// notifier and firstSyncs serve the service manager (agent/notify).
 	notifier   notifier
-	firstSyncs *firstSyncs
+	firstSyncs *notify.FirstSyncs
 	// cluster holds node mode's parts; nil in standalone mode.
 	cluster *cluster.Cluster
+}
+
+// notifier is the service manager (internal/sdnotify.Notifier).
+type notifier interface {
+	Notify(ctx context.Context, states ...string) error
+	WatchdogInterval() time.Duration
 }
 
 // Deps are what tests may replace; zero values get the real thing.
@@ -146,7 +153,7 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 		cache:          pleg.NewCache(),
 		memoryCapacity: machine.MemoryCapacity(),
 		notifier:       deps.Notifier,
-		firstSyncs:     newFirstSyncs(),
+		firstSyncs:     notify.NewFirstSyncs(),
 	}, nil
 }
 
@@ -201,7 +208,15 @@ func (a *Agent) Run(ctx context.Context) error {
 			logger.Error(err, "HTTP server failed")
 		}
 	})
-	goRun(a.notifyLoop)
+	goRun(notify.New(notify.Config{
+		Notifier:        a.notifier,
+		Clock:           a.clock,
+		RuntimeEndpoint: a.cfg.RuntimeEndpoint,
+		Agent:           a,
+		Sources:         a.merger,
+		Pods:            a.pods,
+		FirstSyncs:      a.firstSyncs,
+	}).Run)
 
 	// Sources start before the runtime is reached, so that manifest errors
 	// are reported even while the runtime is down; their updates wait in
@@ -312,7 +327,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	syncer := podworkers.NewSyncer(syncerConfig)
 	a.workers = podworkers.New(podworkers.Config{
-		Syncer:         a.firstSyncs.wrap(syncer),
+		Syncer:         a.firstSyncs.Wrap(syncer),
 		Cache:          a.cache,
 		Clock:          a.clock,
 		ResyncInterval: a.cfg.SyncFrequency,
@@ -499,3 +514,10 @@ func (l lateStatuses) Get(uid types.UID) (v1.PodStatus, bool) {
 	}
 	return v1.PodStatus{}, false
 }
+
+// RuntimeReady, SyncLoopStarted, SyncLoopHealthy and PLEGHealthy tell the
+// service manager how the agent does.
+func (a *Agent) RuntimeReady() bool     { return a.runtimeReady.Load() }
+func (a *Agent) SyncLoopStarted() bool  { return a.syncLoopTick.Load() != 0 }
+func (a *Agent) SyncLoopHealthy() error { return a.syncLoopHealthy() }
+func (a *Agent) PLEGHealthy() error     { return a.plegHealthy() }

@@ -1,9 +1,10 @@
-package agent
+package notify
 
 import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,12 +15,10 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/podconfig"
 	"github.com/minikubelet/minikubelet/agent/podmanager"
 	"github.com/minikubelet/minikubelet/agent/sources"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
-	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
 )
 
@@ -61,15 +60,47 @@ func (f *fakeNotifier) expect(t *testing.T, want ...string) []string {
 	}
 }
 
-// fakePLEG is a healthy PLEG that sees nothing.
-type fakePLEG struct{}
+// fakeAgent is how the agent is doing, as a test sets it.
+type fakeAgent struct {
+	mu                    sync.Mutex
+	runtimeReady, started bool
+	syncLoopErr, plegErr  error
+}
 
-func (fakePLEG) Run(ctx context.Context)   {}
-func (fakePLEG) Watch() <-chan *pleg.Event { return nil }
-func (fakePLEG) Healthy() error            { return nil }
-func (fakePLEG) Mode() string              { return "relist" }
-func (fakePLEG) LastSeen() time.Time       { return time.Time{} }
-func (fakePLEG) Dropped() uint64           { return 0 }
+func (f *fakeAgent) set(change func(*fakeAgent)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change(f)
+}
+
+func (f *fakeAgent) RuntimeReady() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.runtimeReady
+}
+
+func (f *fakeAgent) SyncLoopStarted() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.started
+}
+
+func (f *fakeAgent) SyncLoopHealthy() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.syncLoopErr
+}
+
+func (f *fakeAgent) PLEGHealthy() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.plegErr
+}
+
+var (
+	errPLEGNotStarted = errors.New("pleg not started")
+	errStalled        = errors.New("sync loop last turned 1m0s ago; threshold is 30s")
+)
 
 // nopSyncer syncs nothing.
 type nopSyncer struct{}
@@ -90,15 +121,30 @@ func testPod(name string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)}}
 }
 
-func newNotifyAgent(clk *testingclock.FakeClock, n notifier) *Agent {
-	return &Agent{
-		cfg:        config.Default(),
-		clock:      clk,
-		pods:       podmanager.New(),
-		merger:     podconfig.New([]string{sources.File}),
-		notifier:   n,
-		firstSyncs: newFirstSyncs(),
+// testLoop is a Loop, and the parts a test changes.
+type testLoop struct {
+	*Loop
+	agent  *fakeAgent
+	pods   *podmanager.Manager
+	merger *podconfig.Merger
+}
+
+func newTestLoop(clk *testingclock.FakeClock, n notifier) testLoop {
+	tl := testLoop{
+		agent:  &fakeAgent{plegErr: errPLEGNotStarted},
+		pods:   podmanager.New(),
+		merger: podconfig.New([]string{sources.File}),
 	}
+	tl.Loop = New(Config{
+		Notifier:        n,
+		Clock:           clk,
+		RuntimeEndpoint: "unix:///run/containerd/containerd.sock",
+		Agent:           tl.agent,
+		Sources:         tl.merger,
+		Pods:            tl.pods,
+		FirstSyncs:      NewFirstSyncs(),
+	})
+	return tl
 }
 
 // The agent reports its start step by step, READY=1 once every pod of its
@@ -108,30 +154,22 @@ func newNotifyAgent(clk *testingclock.FakeClock, n notifier) *Agent {
 func TestNotifyLoopReportsStartReadyAndWatchdog(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	n := &fakeNotifier{watchdog: 2 * time.Second, msgs: make(chan string, 100)}
-	a := newNotifyAgent(clk, n)
+	a := newTestLoop(clk, n)
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), testLogger(t)))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.notifyLoop(ctx)
+		a.Run(ctx)
 	}()
-	// step advances the fake clock, keeping the sync loop's heartbeat
-	// fresh once it "runs".
-	step := func(d time.Duration) {
-		clk.Step(d)
-		if a.syncLoopTick.Load() != 0 {
-			a.syncLoopTick.Store(clk.Now().UnixNano())
-		}
-	}
+	step := clk.Step
 
 	n.expect(t, "STATUS=Waiting for the container runtime at unix:///run/containerd/containerd.sock")
 
-	a.runtimeReady.Store(true)
-	a.syncLoopTick.Store(clk.Now().UnixNano())
+	a.agent.set(func(f *fakeAgent) { f.runtimeReady, f.started = true, true })
 	step(notifyPeriod)
 	n.expect(t, "STATUS=Starting: pleg not started", "EXTEND_TIMEOUT_USEC=30000000")
 
-	a.pleg.Store(&plegHandle{fakePLEG{}})
+	a.agent.set(func(f *fakeAgent) { f.plegErr = nil })
 	step(extendStartPeriod)
 	n.expect(t, "STATUS=Waiting for a first complete read of the pod sources", "EXTEND_TIMEOUT_USEC=30000000")
 
@@ -149,7 +187,7 @@ func TestNotifyLoopReportsStartReadyAndWatchdog(t *testing.T) {
 	step(notifyPeriod)
 	n.expect(t, "STATUS=Starting pods: 0 of 2 synced")
 
-	syncer := a.firstSyncs.wrap(nopSyncer{})
+	syncer := a.cfg.FirstSyncs.Wrap(nopSyncer{})
 	_, _ = syncer.SyncPod(ctx, web, nil)
 	step(notifyPeriod)
 	n.expect(t, "STATUS=Starting pods: 1 of 2 synced")
@@ -180,20 +218,21 @@ func TestNotifyLoopReportsStartReadyAndWatchdog(t *testing.T) {
 func TestWatchdogPingOnlyWhileSyncLoopTurns(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	n := &fakeNotifier{watchdog: time.Minute, msgs: make(chan string, 10)}
-	a := newNotifyAgent(clk, n)
+	a := newTestLoop(clk, n)
 	st := &notifyState{pinging: true}
 	ctx := context.Background()
 
 	// Not started: no ping.
+	a.agent.set(func(f *fakeAgent) { f.syncLoopErr = errors.New("sync loop not started") })
 	a.pingWatchdog(ctx, testLogger(t), st)
 	// Turning: ping.
-	a.syncLoopTick.Store(clk.Now().UnixNano())
+	a.agent.set(func(f *fakeAgent) { f.syncLoopErr = nil })
 	a.pingWatchdog(ctx, testLogger(t), st)
-	// Stalled past the threshold: no ping.
-	clk.Step(syncLoopStallThreshold + time.Second)
+	// Stalled: no ping.
+	a.agent.set(func(f *fakeAgent) { f.syncLoopErr = errStalled })
 	a.pingWatchdog(ctx, testLogger(t), st)
 	// Turning again: ping.
-	a.syncLoopTick.Store(clk.Now().UnixNano())
+	a.agent.set(func(f *fakeAgent) { f.syncLoopErr = nil })
 	a.pingWatchdog(ctx, testLogger(t), st)
 
 	close(n.msgs)
@@ -210,7 +249,7 @@ func TestServiceStatus(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	tests := []struct {
 		name    string
-		setup   func(a *Agent)
+		setup   func(a testLoop)
 		ready   bool
 		want    string
 		synced  bool
@@ -218,28 +257,26 @@ func TestServiceStatus(t *testing.T) {
 	}{
 		{
 			name:  "runtime down",
-			setup: func(a *Agent) {},
+			setup: func(a testLoop) {},
 			want:  "Waiting for the container runtime at unix:///run/containerd/containerd.sock",
 		},
 		{
 			name:  "runtime up, loop not yet started",
-			setup: func(a *Agent) { a.runtimeReady.Store(true) },
+			setup: func(a testLoop) { a.agent.runtimeReady = true },
 			want:  "Starting the sync loop",
 		},
 		{
 			name: "loop stalled",
-			setup: func(a *Agent) {
-				a.runtimeReady.Store(true)
-				a.syncLoopTick.Store(clk.Now().Add(-time.Minute).UnixNano())
+			setup: func(a testLoop) {
+				a.agent.runtimeReady, a.agent.started, a.agent.syncLoopErr = true, true, errStalled
 			},
 			ready: true,
 			want:  "Unhealthy: sync loop last turned 1m0s ago; threshold is 30s",
 		},
 		{
 			name: "ready with one pod and no PLEG yet",
-			setup: func(a *Agent) {
-				a.runtimeReady.Store(true)
-				a.syncLoopTick.Store(clk.Now().UnixNano())
+			setup: func(a testLoop) {
+				a.agent.runtimeReady, a.agent.started = true, true
 				a.pods.Set(testPod("web"))
 			},
 			ready:   true,
@@ -249,19 +286,16 @@ func TestServiceStatus(t *testing.T) {
 		},
 		{
 			name: "starting, PLEG not started",
-			setup: func(a *Agent) {
-				a.runtimeReady.Store(true)
-				a.syncLoopTick.Store(clk.Now().UnixNano())
+			setup: func(a testLoop) {
+				a.agent.runtimeReady, a.agent.started = true, true
 			},
 			want:    "Starting: pleg not started",
 			running: true,
 		},
 		{
 			name: "no pods, sources read",
-			setup: func(a *Agent) {
-				a.runtimeReady.Store(true)
-				a.syncLoopTick.Store(clk.Now().UnixNano())
-				a.pleg.Store(&plegHandle{fakePLEG{}})
+			setup: func(a testLoop) {
+				a.agent.runtimeReady, a.agent.started, a.agent.plegErr = true, true, nil
 				in := make(chan sources.Update, 1)
 				in <- sources.Update{Source: sources.File}
 				close(in)
@@ -274,7 +308,7 @@ func TestServiceStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := newNotifyAgent(clk, &fakeNotifier{})
+			a := newTestLoop(clk, &fakeNotifier{})
 			tt.setup(a)
 			got, synced, running := a.serviceStatus(tt.ready)
 			if got != tt.want || synced != tt.synced || running != tt.running {
