@@ -10,7 +10,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/cgroups"
 )
 
@@ -42,8 +41,7 @@ func TestCgroupDriver(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			a := &Agent{cfg: config.Config{CgroupDriver: tt.flag}}
-			if got := a.cgroupDriver(ctx, tt.rt); got != tt.want {
+			if got := cgroupDriver(ctx, tt.rt, tt.flag); got != tt.want {
 				t.Errorf("cgroupDriver = %s, want %s", got, tt.want)
 			}
 		})

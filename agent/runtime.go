@@ -1,0 +1,345 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/agent/cluster"
+	"github.com/minikubelet/minikubelet/agent/config"
+	"github.com/minikubelet/minikubelet/agent/containerlogs"
+	"github.com/minikubelet/minikubelet/agent/housekeeping"
+	"github.com/minikubelet/minikubelet/agent/imagegc"
+	"github.com/minikubelet/minikubelet/agent/machine"
+	"github.com/minikubelet/minikubelet/agent/prober"
+	"github.com/minikubelet/minikubelet/agent/shutdown"
+	"github.com/minikubelet/minikubelet/agent/stats"
+	"github.com/minikubelet/minikubelet/agent/status"
+	"github.com/minikubelet/minikubelet/cgroups"
+	"github.com/minikubelet/minikubelet/internal/cri"
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/probe"
+	"github.com/minikubelet/minikubelet/pleg"
+	"github.com/minikubelet/minikubelet/podworkers"
+	"github.com/minikubelet/minikubelet/volumes"
+)
+
+// runtimeParts are the parts that need the container runtime, built at
+// once by newRuntimeParts after the CRI connection is made. Run publishes
+// them once (Agent.runtime), starts the runners and runs the loop. No
+// field changes after newRuntimeParts.
+type runtimeParts struct {
+	status  *status.Manager
+	stats   *stats.Provider
+	pleg    lifecycleEvents
+	workers *podworkers.Workers
+	// loop is the syncLoop, which dispatches to the workers.
+	loop *syncLoop
+	// runners are the parts' loops that run beside the syncLoop: the
+	// PLEG, housekeeping, log rotation, image GC, and as configured,
+	// graceful node shutdown and node mode's reporters.
+	runners []func(context.Context)
+}
+
+// lifecycleEvents is what the agent needs of a PLEG, relisting or evented.
+type lifecycleEvents interface {
+	Run(ctx context.Context)
+	Watch() <-chan *pleg.Event
+	Healthy() error
+	Mode() string
+	LastSeen() time.Time
+	Dropped() uint64
+}
+
+var (
+	_ lifecycleEvents = (*pleg.Generic)(nil)
+	_ lifecycleEvents = (*pleg.Evented)(nil)
+)
+
+// newRuntimeParts builds the parts that need the runtime, in dependency
+// order: cgroups and stats; volumes; the prober and the status manager;
+// the pod workers; the PLEG; housekeeping, log rotation and image GC;
+// graceful node shutdown and node mode's reporters, as configured; and the
+// syncLoop that ties them together. It calls the runtime once (its cgroup
+// driver) and makes the QoS cgroups; it starts nothing.
+func (a *Agent) newRuntimeParts(ctx context.Context, clients *cri.Clients) (*runtimeParts, error) {
+	cg, err := newCgroups(ctx, a.cfg, clients.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	statsProvider := stats.New(stats.Config{
+		NodeName:      a.nodeName,
+		Pods:          stats.PodLister{Pods: a.pods, Runtime: a.cache, Cgroups: cg},
+		Cgroups:       cg,
+		Clock:         a.clock,
+		PodsCgroup:    cg.PodsCgroup(),
+		MachineCores:  runtime.NumCPU(),
+		MachineMemory: uint64(a.memoryCapacity),
+	})
+	// Pod volumes live under <root-dir>/pods; a standalone agent has no
+	// apiserver to serve configMaps, secrets or tokens.
+	volumesConfig := volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: machine.Allocatable(a.cfg.RootDir), Clock: a.clock}
+	if a.cluster != nil {
+		volumesConfig.Objects = a.cluster.Objects()
+	}
+	podVolumes := volumes.New(volumesConfig)
+
+	// Probe results go to the syncLoop; probe workers learn of their
+	// containers from the statuses the status manager stores, which also
+	// go to the apiserver in node mode.
+	probeResults := make(chan prober.Result, probeResultsCap)
+	probes := prober.New(prober.Config{
+		Runtime: clients.Runtime,
+		Clock:   a.clock,
+		Results: probeResults,
+		HostIP:  a.hostIP,
+		Observe: func(t prober.Type, r probe.Result, d time.Duration) { a.metrics.ObserveProbe(string(t), r, d) },
+	})
+	// reporters is node mode's; it is built below, from the status
+	// manager, and set before newRuntimeParts returns, so before any pod
+	// worker runs and stores a status.
+	var reporters *cluster.Reporters
+	statusManager := status.NewManager(status.Config{
+		Clock:       a.clock,
+		HostIP:      a.hostIP,
+		RuntimeName: clients.RuntimeName,
+		Probes:      probes,
+		OnStatus: func(uid types.UID, st v1.PodStatus) {
+			probes.SetPodStatus(uid, st)
+			if reporters != nil {
+				reporters.Notify(uid)
+			}
+		},
+	})
+
+	syncerConfig := podworkers.SyncerConfig{
+		Runtime:        clients.Runtime,
+		Images:         clients.Images,
+		Cache:          a.cache,
+		Status:         statusManager,
+		Probes:         probes,
+		Clock:          a.clock,
+		NodeName:       a.nodeName,
+		HostIP:         a.hostIP,
+		RootDir:        a.cfg.RootDir,
+		PodLogsDir:     a.cfg.PodLogsDir,
+		Volumes:        podVolumes,
+		BackOffInitial: 10 * time.Second,
+		BackOffMax:     a.cfg.MaxContainerRestartPeriod,
+		BackOffReset:   10 * time.Minute,
+		// The kubelet's image pull back-off; credentials come from
+		// <root-dir>/config.json, read at each pull.
+		ImagePullBackOffInitial: 10 * time.Second,
+		ImagePullBackOffMax:     5 * time.Minute,
+		Cgroups:                 cg,
+		MemoryCapacity:          a.memoryCapacity,
+	}
+	if a.cluster != nil {
+		// configMapKeyRef, secretKeyRef, envFrom and imagePullSecrets.
+		syncerConfig.Objects = a.cluster.Objects()
+	}
+	workers := podworkers.New(podworkers.Config{
+		Syncer:         a.firstSyncs.Wrap(podworkers.NewSyncer(syncerConfig)),
+		Cache:          a.cache,
+		Clock:          a.clock,
+		ResyncInterval: a.cfg.SyncFrequency,
+	})
+	lifecycle := a.newPLEG(clients)
+	a.metrics.RegisterPLEG(lifecycle)
+
+	usage := housekeeping.Usage{Pods: a.pods, Workers: workers, Runtime: a.cache}
+	podDirs := housekeeping.NewPodDirs(housekeeping.PodDirsConfig{Dirs: podVolumes, LogsDir: a.cfg.PodLogsDir, InUse: usage.InUse, Clock: a.clock})
+	imageGC, err := newImageGC(a.cfg, clients, a.clock, a.metrics.ImageGarbageCollected.WithLabelValues("space").Inc)
+	if err != nil {
+		return nil, err
+	}
+	runners := []func(context.Context){
+		lifecycle.Run,
+		podDirs.Run,
+		housekeeping.NewCgroups(housekeeping.CgroupsConfig{Cgroups: cg, Uses: usage.Uses, Clock: a.clock}).Run,
+		newLogRotation(a.cfg, clients.Runtime, a.cache, a.clock).Run,
+		imageGC.Run,
+	}
+
+	// Graceful node shutdown: its requests reach the syncLoop.
+	var nodePods *shutdown.NodePods
+	if a.cfg.ShutdownGracePeriod > 0 {
+		nodePods = shutdown.NewNodePods(shutdown.NodePodsConfig{Pods: a.pods, Workers: workers, Status: statusManager})
+		runners = append(runners, shutdown.New(shutdown.Config{
+			GracePeriod:             a.cfg.ShutdownGracePeriod,
+			CriticalPodsGracePeriod: a.cfg.ShutdownGracePeriodCriticalPods,
+			Node:                    nodePods,
+			LogindConfDir:           a.cfg.LogindConfDir,
+			Clock:                   a.clock,
+		}).Run)
+	}
+	if a.cluster != nil {
+		reporters = a.cluster.NewReporters(cluster.ReportersConfig{
+			Pods:           a.pods,
+			Statuses:       statusManager,
+			Gone:           podGone(lifecycle, workers, a.cache),
+			Ready:          a.health.Ready,
+			SystemInfo:     machine.SystemInfo(clients.RuntimeName, clients.RuntimeVersion),
+			MemoryCapacity: a.memoryCapacity,
+		})
+		runners = append(runners, reporters.Run)
+	}
+
+	return &runtimeParts{
+		status:  statusManager,
+		stats:   statsProvider,
+		pleg:    lifecycle,
+		workers: workers,
+		loop: &syncLoop{
+			clock:        a.clock,
+			health:       a.health,
+			pods:         a.pods,
+			merger:       a.merger,
+			cache:        a.cache,
+			workers:      workers,
+			probes:       probes,
+			pleg:         lifecycle,
+			probeResults: probeResults,
+			shutdown:     nodePods,
+			usage:        usage,
+			orphans:      housekeeping.NewOrphans(housekeeping.OrphansConfig{NodeName: a.nodeName, Sources: a.merger, Runtime: a.cache, Known: usage.Known}),
+			podDirs:      podDirs,
+		},
+		runners: runners,
+	}, nil
+}
+
+// newPLEG builds the PLEG of the configured mode. In auto and evented mode
+// it is an Evented PLEG, which relists by itself where the runtime serves
+// no events (containerd 1.6) or its stream keeps failing.
+func (a *Agent) newPLEG(clients *cri.Clients) lifecycleEvents {
+	generic := pleg.NewGeneric(pleg.GenericConfig{
+		Runtime:       clients.Runtime,
+		Cache:         a.cache,
+		RelistPeriod:  a.cfg.PLEGRelistPeriod,
+		Clock:         a.clock,
+		ObserveRelist: func(d time.Duration) { a.metrics.PLEGRelistDuration.Observe(d.Seconds()) },
+	})
+	if a.cfg.PLEGModeToRun() == config.PLEGModeRelist {
+		return generic
+	}
+	return pleg.NewEvented(pleg.EventedConfig{
+		Runtime:            clients.Runtime,
+		Cache:              a.cache,
+		Relister:           generic,
+		SafetyRelistPeriod: a.cfg.EventedPLEGRelistPeriod,
+		RelistPeriod:       a.cfg.PLEGRelistPeriod,
+		Clock:              a.clock,
+		OnConnectionError:  a.metrics.EventedPLEGConnectionErrors.Inc,
+	})
+}
+
+// newImageGC returns the image garbage collector of the configured policy;
+// onRemoved counts each image it removes.
+func newImageGC(cfg config.Config, clients *cri.Clients, clk clock.WithTicker, onRemoved func()) (*imagegc.Manager, error) {
+	m, err := imagegc.New(imagegc.Config{
+		Policy: imagegc.Policy{
+			HighThresholdPercent: cfg.ImageGCHighThresholdPercent,
+			LowThresholdPercent:  cfg.ImageGCLowThresholdPercent,
+			MinAge:               cfg.ImageMinimumGCAge,
+		},
+		Runtime:      clients.Runtime,
+		Images:       clients.Images,
+		Clock:        clk,
+		Period:       cfg.ImageGCPeriod,
+		SandboxImage: cfg.PodInfraContainerImage,
+		OnRemoved:    onRemoved,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("image garbage collection: %w", err)
+	}
+	return m, nil
+}
+
+// reopener is the CRI call log rotation needs.
+type reopener interface {
+	ReopenContainerLog(ctx context.Context, containerID string) error
+}
+
+// newLogRotation rotates the logs of the running containers the PLEG cache
+// knows, at --container-log-max-size keeping --container-log-max-files.
+func newLogRotation(cfg config.Config, rt reopener, cache *pleg.Cache, clk clock.WithTicker) *containerlogs.Manager {
+	// Validate checked the quantity.
+	size := resource.MustParse(cfg.ContainerLogMaxSize)
+	return containerlogs.New(containerlogs.Config{
+		Runtime:  rt,
+		MaxSize:  size.Value(),
+		MaxFiles: cfg.ContainerLogMaxFiles,
+		Interval: cfg.ContainerLogMonitorInterval,
+		Clock:    clk,
+		Running:  containerlogs.RunningIn(cache),
+	})
+}
+
+// runtimeConfigReader is the CRI call that says the runtime's cgroup
+// driver (containerd 2.x answers it; 1.6 answers Unimplemented).
+type runtimeConfigReader interface {
+	RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeConfigResponse, error)
+}
+
+// newCgroups makes the cgroup manager, with the QoS cgroups, for the
+// runtime's cgroup driver.
+func newCgroups(ctx context.Context, cfg config.Config, rt runtimeConfigReader) (*cgroups.Manager, error) {
+	cg, err := cgroups.New(ctx, cgroups.Config{
+		Root:            cfg.CgroupRoot,
+		Driver:          cgroupDriver(ctx, rt, cfg.CgroupDriver),
+		PerQOS:          cfg.CgroupsPerQOS,
+		BlkioAccounting: cfg.CgroupV1BlkioAccounting,
+	})
+	if err != nil {
+		return nil, err
+	}
+	klog.FromContext(ctx).Info("Cgroups ready", "version", cg.Version(), "driver", cg.Driver(), "root", cfg.CgroupRoot, "perQOS", cfg.CgroupsPerQOS)
+	return cg, nil
+}
+
+// cgroupDriver is the runtime's cgroup driver when it says, else flag
+// (--cgroup-driver), as the kubelet chooses it.
+func cgroupDriver(ctx context.Context, rt runtimeConfigReader, flag string) string {
+	logger := klog.FromContext(ctx)
+	resp, err := rt.RuntimeConfig(ctx)
+	if err != nil {
+		if !kubecontainer.IsUnimplemented(err) {
+			logger.Info("Could not ask the runtime for its cgroup driver; using --cgroup-driver", "driver", flag, "err", err)
+		}
+		return flag
+	}
+	if resp.GetLinux() == nil {
+		return flag
+	}
+	driver := cgroups.DriverCgroupfs
+	if resp.GetLinux().GetCgroupDriver() == runtimeapi.CgroupDriver_SYSTEMD {
+		driver = cgroups.DriverSystemd
+	}
+	if driver != flag {
+		logger.Info("Using the container runtime's cgroup driver rather than --cgroup-driver", "runtime", driver, "flag", flag)
+	}
+	return driver
+}
+
+// podGone reports whether the node holds nothing of a pod any more: no
+// worker, and nothing in the runtime as of a relist (not before the first
+// one: until then the node does not know what it holds).
+func podGone(lifecycle lifecycleEvents, workers *podworkers.Workers, cache *pleg.Cache) func(types.UID) bool {
+	return func(uid types.UID) bool {
+		if lifecycle.LastSeen().IsZero() || slices.Contains(workers.Known(), uid) {
+			return false
+		}
+		st, err := cache.Get(uid)
+		return err == nil && (st == nil || len(st.Sandboxes)+len(st.Containers) == 0)
+	}
+}
