@@ -39,8 +39,6 @@ const (
 	// podUpdatesCap buffers merged operations for the syncLoop; the merge
 	// blocks when it is full, so nothing is dropped.
 	podUpdatesCap = 64
-	// probeResultsCap buffers probe results for the syncLoop.
-	probeResultsCap = 64
 )
 
 // cleanupTimeout bounds work done after the agent's ctx was cancelled.
@@ -50,27 +48,13 @@ const cleanupTimeout = 5 * time.Second
 // after New: the parts that need the container runtime are built by Run
 // once it answers, and published once, in runtime.
 type Agent struct {
-	cfg            config.Config
-	clock          clock.WithTicker
-	nodeName       string
-	hostIP         string
-	memoryCapacity int64
-
-	metrics *metrics.Metrics
-	// pods are the pods the sources want; the syncLoop writes them.
-	pods   *podmanager.Manager
-	merger *podconfig.Merger
-	cache  *pleg.Cache
+	baseParts
 	// sources are the pod sources: the file source, the manifest URL's and
 	// node mode's (cluster), as configured.
 	sources []podSource
-	// cluster holds node mode's parts; nil in standalone mode.
-	cluster *cluster.Cluster
 	// endpoints configures the HTTP server, which Run starts.
-	endpoints  server.Config
-	health     *health
-	firstSyncs *notify.FirstSyncs
-	notify     *notify.Loop
+	endpoints server.Config
+	notify    *notify.Loop
 	// runtime holds the parts that need the runtime: nil until Run has
 	// built them, then set once. The HTTP server, the health checks and
 	// the service manager's loop read it.
@@ -135,21 +119,25 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 	}))
 	cache := pleg.NewCache()
 	runtime := new(atomic.Pointer[runtimeParts])
-	h := &health{clock: deps.Clock, runtimeEndpoint: cfg.RuntimeEndpoint, runtime: runtime}
+	h := &health{clock: deps.Clock, runtimeEndpoint: cfg.RuntimeEndpoint, runtime: runtimeView{runtime}.plegOf}
 	firstSyncs := notify.NewFirstSyncs()
 	view := podview.New(podview.Config{Pods: pods, Statuses: runtimeView{runtime}, Runtime: cache})
 	return &Agent{
-		cfg:            cfg,
-		clock:          deps.Clock,
-		nodeName:       nodeName,
-		hostIP:         hostIP,
-		memoryCapacity: machine.MemoryCapacity(),
-		metrics:        m,
-		pods:           pods,
-		merger:         merger,
-		cache:          cache,
-		sources:        srcs,
-		cluster:        node,
+		baseParts: baseParts{
+			cfg:            cfg,
+			clock:          deps.Clock,
+			nodeName:       nodeName,
+			hostIP:         hostIP,
+			memoryCapacity: machine.MemoryCapacity(),
+			metrics:        m,
+			pods:           pods,
+			merger:         merger,
+			cache:          cache,
+			cluster:        node,
+			health:         h,
+			firstSyncs:     firstSyncs,
+		},
+		sources: srcs,
 		endpoints: server.Config{
 			Address:        cfg.Address,
 			ReadOnlyPort:   cfg.ReadOnlyPort,
@@ -164,8 +152,6 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 			Running:        view,
 			Stats:          runtimeView{runtime}.stats,
 		},
-		health:     h,
-		firstSyncs: firstSyncs,
 		notify: notify.New(notify.Config{
 			Notifier:        deps.Notifier,
 			Clock:           deps.Clock,
@@ -271,7 +257,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer closeClients(ctx, clients)
-	parts, err := a.newRuntimeParts(ctx, clients)
+	parts, err := newRuntimeParts(ctx, &a.baseParts, clients)
 	if err != nil {
 		return err
 	}

@@ -6,12 +6,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/agent/server"
 )
+
+// syncLoopStallThreshold is how long the syncLoop may go without turning
+// before /healthz fails.
+const syncLoopStallThreshold = 30 * time.Second
 
 // health says how the agent does, for /healthz, the Node's Ready condition
 // (node mode) and the service manager (agent/notify): whether the runtime
@@ -20,10 +22,17 @@ import (
 type health struct {
 	clock           clock.PassiveClock
 	runtimeEndpoint string
-	runtime         *atomic.Pointer[runtimeParts]
+	// runtime returns the PLEG of the runtime parts, and false before they
+	// are built.
+	runtime func() (pleg healthChecker, built bool)
 	// tick is the UnixNano time of the syncLoop's last turn; 0 before the
 	// first.
 	tick atomic.Int64
+}
+
+// healthChecker is a part with a health check of its own (the PLEG).
+type healthChecker interface {
+	Healthy() error
 }
 
 // beat records a turn of the syncLoop.
@@ -51,7 +60,10 @@ func (h *health) Ready() error {
 
 // RuntimeReady reports whether the runtime has answered and its parts are
 // built.
-func (h *health) RuntimeReady() bool { return h.runtime.Load() != nil }
+func (h *health) RuntimeReady() bool {
+	_, built := h.runtime()
+	return built
+}
 
 // RuntimeHealthy fails until the runtime has answered.
 func (h *health) RuntimeHealthy() error {
@@ -63,11 +75,11 @@ func (h *health) RuntimeHealthy() error {
 
 // PLEGHealthy fails until the PLEG exists, then as it says.
 func (h *health) PLEGHealthy() error {
-	p := h.runtime.Load()
-	if p == nil {
+	p, built := h.runtime()
+	if !built {
 		return errors.New("pleg not started")
 	}
-	return p.pleg.Healthy()
+	return p.Healthy()
 }
 
 // SyncLoopStarted reports whether the syncLoop has turned once.
@@ -82,30 +94,6 @@ func (h *health) SyncLoopHealthy() error {
 	}
 	if age := h.clock.Since(time.Unix(0, last)); age > syncLoopStallThreshold {
 		return fmt.Errorf("sync loop last turned %v ago; threshold is %v", age.Round(time.Second), syncLoopStallThreshold)
-	}
-	return nil
-}
-
-// runtimeView reads the published runtime parts for the parts built
-// before them: the pods' status for the HTTP endpoints' pod views, and the
-// stats provider.
-type runtimeView struct {
-	runtime *atomic.Pointer[runtimeParts]
-}
-
-// Get returns the status manager's status of pod uid; none before the
-// runtime has answered.
-func (v runtimeView) Get(uid types.UID) (v1.PodStatus, bool) {
-	if p := v.runtime.Load(); p != nil {
-		return p.status.Get(uid)
-	}
-	return v1.PodStatus{}, false
-}
-
-// stats is server.Config.Stats: nil until the runtime has answered.
-func (v runtimeView) stats() server.Stats {
-	if p := v.runtime.Load(); p != nil {
-		return p.stats
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 func TestHealth(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	runtime := new(atomic.Pointer[runtimeParts])
-	h := &health{clock: clk, runtimeEndpoint: "unix:///run/containerd/containerd.sock", runtime: runtime}
+	h := &health{clock: clk, runtimeEndpoint: "unix:///run/containerd/containerd.sock", runtime: runtimeView{runtime}.plegOf}
 	wantErr := func(what string, err error, want string) {
 		t.Helper()
 		if want == "" && err != nil || want != "" && (err == nil || err.Error() != want) {

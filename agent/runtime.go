@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,13 +21,18 @@ import (
 	"github.com/minikubelet/minikubelet/agent/housekeeping"
 	"github.com/minikubelet/minikubelet/agent/imagegc"
 	"github.com/minikubelet/minikubelet/agent/machine"
+	"github.com/minikubelet/minikubelet/agent/notify"
+	"github.com/minikubelet/minikubelet/agent/podconfig"
+	"github.com/minikubelet/minikubelet/agent/podmanager"
 	"github.com/minikubelet/minikubelet/agent/prober"
+	"github.com/minikubelet/minikubelet/agent/server"
 	"github.com/minikubelet/minikubelet/agent/shutdown"
 	"github.com/minikubelet/minikubelet/agent/stats"
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/internal/cri"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/metrics"
 	"github.com/minikubelet/minikubelet/internal/probe"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
@@ -50,6 +56,38 @@ type runtimeParts struct {
 	runners []func(context.Context)
 }
 
+// runtimeView reads the published runtime parts for the parts built
+// before them: the PLEG for the health checks, the pods' status for the
+// HTTP endpoints' pod views, and the stats provider.
+type runtimeView struct {
+	runtime *atomic.Pointer[runtimeParts]
+}
+
+// plegOf is health.runtime.
+func (v runtimeView) plegOf() (healthChecker, bool) {
+	if p := v.runtime.Load(); p != nil {
+		return p.pleg, true
+	}
+	return nil, false
+}
+
+// Get returns the status manager's status of pod uid; none before the
+// runtime has answered.
+func (v runtimeView) Get(uid types.UID) (v1.PodStatus, bool) {
+	if p := v.runtime.Load(); p != nil {
+		return p.status.Get(uid)
+	}
+	return v1.PodStatus{}, false
+}
+
+// stats is server.Config.Stats: nil until the runtime has answered.
+func (v runtimeView) stats() server.Stats {
+	if p := v.runtime.Load(); p != nil {
+		return p.stats
+	}
+	return nil
+}
+
 // lifecycleEvents is what the agent needs of a PLEG, relisting or evented.
 type lifecycleEvents interface {
 	Run(ctx context.Context)
@@ -65,13 +103,35 @@ var (
 	_ lifecycleEvents = (*pleg.Evented)(nil)
 )
 
+// probeResultsCap buffers probe results for the syncLoop.
+const probeResultsCap = 64
+
+// baseParts are the parts New builds that the runtime parts are built
+// from. None of their fields changes after New.
+type baseParts struct {
+	cfg            config.Config
+	clock          clock.WithTicker
+	nodeName       string
+	hostIP         string
+	memoryCapacity int64
+	metrics        *metrics.Metrics
+	// pods are the pods the sources want; the syncLoop writes them.
+	pods   *podmanager.Manager
+	merger *podconfig.Merger
+	cache  *pleg.Cache
+	// cluster holds node mode's parts; nil in standalone mode.
+	cluster    *cluster.Cluster
+	health     *health
+	firstSyncs *notify.FirstSyncs
+}
+
 // newRuntimeParts builds the parts that need the runtime, in dependency
 // order: cgroups and stats; volumes; the prober and the status manager;
 // the pod workers; the PLEG; housekeeping, log rotation and image GC;
 // graceful node shutdown and node mode's reporters, as configured; and the
 // syncLoop that ties them together. It calls the runtime once (its cgroup
 // driver) and makes the QoS cgroups; it starts nothing.
-func (a *Agent) newRuntimeParts(ctx context.Context, clients *cri.Clients) (*runtimeParts, error) {
+func newRuntimeParts(ctx context.Context, a *baseParts, clients *cri.Clients) (*runtimeParts, error) {
 	cg, err := newCgroups(ctx, a.cfg, clients.Runtime)
 	if err != nil {
 		return nil, err
@@ -153,7 +213,7 @@ func (a *Agent) newRuntimeParts(ctx context.Context, clients *cri.Clients) (*run
 		Clock:          a.clock,
 		ResyncInterval: a.cfg.SyncFrequency,
 	})
-	lifecycle := a.newPLEG(clients)
+	lifecycle := newPLEG(a, clients)
 	a.metrics.RegisterPLEG(lifecycle)
 
 	usage := housekeeping.Usage{Pods: a.pods, Workers: workers, Runtime: a.cache}
@@ -201,7 +261,7 @@ func (a *Agent) newRuntimeParts(ctx context.Context, clients *cri.Clients) (*run
 		workers: workers,
 		loop: &syncLoop{
 			clock:        a.clock,
-			health:       a.health,
+			beat:         a.health.beat,
 			pods:         a.pods,
 			merger:       a.merger,
 			cache:        a.cache,
@@ -221,7 +281,7 @@ func (a *Agent) newRuntimeParts(ctx context.Context, clients *cri.Clients) (*run
 // newPLEG builds the PLEG of the configured mode. In auto and evented mode
 // it is an Evented PLEG, which relists by itself where the runtime serves
 // no events (containerd 1.6) or its stream keeps failing.
-func (a *Agent) newPLEG(clients *cri.Clients) lifecycleEvents {
+func newPLEG(a *baseParts, clients *cri.Clients) lifecycleEvents {
 	generic := pleg.NewGeneric(pleg.GenericConfig{
 		Runtime:       clients.Runtime,
 		Cache:         a.cache,

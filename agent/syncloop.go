@@ -24,9 +24,6 @@ const (
 	syncTickPeriod = time.Second
 	// housekeepingPeriod is how often state of gone pods is cleaned up.
 	housekeepingPeriod = 2 * time.Second
-	// syncLoopStallThreshold is how long the loop may go without turning
-	// before /healthz fails.
-	syncLoopStallThreshold = 30 * time.Second
 )
 
 // syncLoop is the one place where everything that can change a pod meets:
@@ -38,14 +35,14 @@ const (
 // touches its state.
 type syncLoop struct {
 	clock clock.WithTicker
-	// health gets the loop's heartbeat.
-	health  *health
+	// beat records each turn (health.beat).
+	beat    func()
 	pods    *podmanager.Manager
 	merger  *podconfig.Merger
 	cache   *pleg.Cache
 	workers *podworkers.Workers
 	probes  *prober.Manager
-	pleg    lifecycleEvents
+	pleg    plegEvents
 	// probeResults is written by the prober (capacity probeResultsCap).
 	probeResults <-chan prober.Result
 	// shutdown is nil when graceful node shutdown is off.
@@ -53,6 +50,12 @@ type syncLoop struct {
 	usage    housekeeping.Usage
 	orphans  *housekeeping.Orphans
 	podDirs  *housekeeping.PodDirs
+}
+
+// plegEvents is what the syncLoop needs of the PLEG.
+type plegEvents interface {
+	Watch() <-chan *pleg.Event
+	LastSeen() time.Time
 }
 
 // run dispatches until ctx is done; updates are the merge's operations.
@@ -64,7 +67,7 @@ func (l *syncLoop) run(ctx context.Context, updates <-chan podconfig.PodUpdate) 
 	defer housekeepingTicker.Stop()
 	plegCh := l.pleg.Watch()
 	for {
-		l.health.beat()
+		l.beat()
 		select {
 		case <-ctx.Done():
 			return
