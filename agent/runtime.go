@@ -56,53 +56,6 @@ type runtimeParts struct {
 	runners []func(context.Context)
 }
 
-// runtimeView reads the published runtime parts for the parts built
-// before them: the PLEG for the health checks, the pods' status for the
-// HTTP endpoints' pod views, and the stats provider.
-type runtimeView struct {
-	runtime *atomic.Pointer[runtimeParts]
-}
-
-// plegOf is health.runtime.
-func (v runtimeView) plegOf() (healthChecker, bool) {
-	if p := v.runtime.Load(); p != nil {
-		return p.pleg, true
-	}
-	return nil, false
-}
-
-// Get returns the status manager's status of pod uid; none before the
-// runtime has answered.
-func (v runtimeView) Get(uid types.UID) (v1.PodStatus, bool) {
-	if p := v.runtime.Load(); p != nil {
-		return p.status.Get(uid)
-	}
-	return v1.PodStatus{}, false
-}
-
-// stats is server.Config.Stats: nil until the runtime has answered.
-func (v runtimeView) stats() server.Stats {
-	if p := v.runtime.Load(); p != nil {
-		return p.stats
-	}
-	return nil
-}
-
-// lifecycleEvents is what the agent needs of a PLEG, relisting or evented.
-type lifecycleEvents interface {
-	Run(ctx context.Context)
-	Watch() <-chan *pleg.Event
-	Healthy() error
-	Mode() string
-	LastSeen() time.Time
-	Dropped() uint64
-}
-
-var (
-	_ lifecycleEvents = (*pleg.Generic)(nil)
-	_ lifecycleEvents = (*pleg.Evented)(nil)
-)
-
 // probeResultsCap buffers probe results for the syncLoop.
 const probeResultsCap = 64
 
@@ -131,25 +84,25 @@ type baseParts struct {
 // graceful node shutdown and node mode's reporters, as configured; and the
 // syncLoop that ties them together. It calls the runtime once (its cgroup
 // driver) and makes the QoS cgroups; it starts nothing.
-func newRuntimeParts(ctx context.Context, a *baseParts, clients *cri.Clients) (*runtimeParts, error) {
-	cg, err := newCgroups(ctx, a.cfg, clients.Runtime)
+func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*runtimeParts, error) {
+	cg, err := newCgroups(ctx, b.cfg, clients.Runtime)
 	if err != nil {
 		return nil, err
 	}
 	statsProvider := stats.New(stats.Config{
-		NodeName:      a.nodeName,
-		Pods:          stats.PodLister{Pods: a.pods, Runtime: a.cache, Cgroups: cg},
+		NodeName:      b.nodeName,
+		Pods:          stats.PodLister{Pods: b.pods, Runtime: b.cache, Cgroups: cg},
 		Cgroups:       cg,
-		Clock:         a.clock,
+		Clock:         b.clock,
 		PodsCgroup:    cg.PodsCgroup(),
 		MachineCores:  runtime.NumCPU(),
-		MachineMemory: uint64(a.memoryCapacity),
+		MachineMemory: uint64(b.memoryCapacity),
 	})
 	// Pod volumes live under <root-dir>/pods; a standalone agent has no
 	// apiserver to serve configMaps, secrets or tokens.
-	volumesConfig := volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: machine.Allocatable(a.cfg.RootDir), Clock: a.clock}
-	if a.cluster != nil {
-		volumesConfig.Objects = a.cluster.Objects()
+	volumesConfig := volumes.Config{RootDir: b.cfg.RootDir, NodeAllocatable: machine.Allocatable(b.cfg.RootDir), Clock: b.clock}
+	if b.cluster != nil {
+		volumesConfig.Objects = b.cluster.Objects()
 	}
 	podVolumes := volumes.New(volumesConfig)
 
@@ -159,18 +112,18 @@ func newRuntimeParts(ctx context.Context, a *baseParts, clients *cri.Clients) (*
 	probeResults := make(chan prober.Result, probeResultsCap)
 	probes := prober.New(prober.Config{
 		Runtime: clients.Runtime,
-		Clock:   a.clock,
+		Clock:   b.clock,
 		Results: probeResults,
-		HostIP:  a.hostIP,
-		Observe: func(t prober.Type, r probe.Result, d time.Duration) { a.metrics.ObserveProbe(string(t), r, d) },
+		HostIP:  b.hostIP,
+		Observe: func(t prober.Type, r probe.Result, d time.Duration) { b.metrics.ObserveProbe(string(t), r, d) },
 	})
 	// reporters is node mode's; it is built below, from the status
 	// manager, and set before newRuntimeParts returns, so before any pod
 	// worker runs and stores a status.
 	var reporters *cluster.Reporters
 	statusManager := status.NewManager(status.Config{
-		Clock:       a.clock,
-		HostIP:      a.hostIP,
+		Clock:       b.clock,
+		HostIP:      b.hostIP,
 		RuntimeName: clients.RuntimeName,
 		Probes:      probes,
 		OnStatus: func(uid types.UID, st v1.PodStatus) {
@@ -184,72 +137,72 @@ func newRuntimeParts(ctx context.Context, a *baseParts, clients *cri.Clients) (*
 	syncerConfig := podworkers.SyncerConfig{
 		Runtime:        clients.Runtime,
 		Images:         clients.Images,
-		Cache:          a.cache,
+		Cache:          b.cache,
 		Status:         statusManager,
 		Probes:         probes,
-		Clock:          a.clock,
-		NodeName:       a.nodeName,
-		HostIP:         a.hostIP,
-		RootDir:        a.cfg.RootDir,
-		PodLogsDir:     a.cfg.PodLogsDir,
+		Clock:          b.clock,
+		NodeName:       b.nodeName,
+		HostIP:         b.hostIP,
+		RootDir:        b.cfg.RootDir,
+		PodLogsDir:     b.cfg.PodLogsDir,
 		Volumes:        podVolumes,
 		BackOffInitial: 10 * time.Second,
-		BackOffMax:     a.cfg.MaxContainerRestartPeriod,
+		BackOffMax:     b.cfg.MaxContainerRestartPeriod,
 		BackOffReset:   10 * time.Minute,
 		// The kubelet's image pull back-off; credentials come from
 		// <root-dir>/config.json, read at each pull.
 		ImagePullBackOffInitial: 10 * time.Second,
 		ImagePullBackOffMax:     5 * time.Minute,
 		Cgroups:                 cg,
-		MemoryCapacity:          a.memoryCapacity,
+		MemoryCapacity:          b.memoryCapacity,
 	}
-	if a.cluster != nil {
+	if b.cluster != nil {
 		// configMapKeyRef, secretKeyRef, envFrom and imagePullSecrets.
-		syncerConfig.Objects = a.cluster.Objects()
+		syncerConfig.Objects = b.cluster.Objects()
 	}
 	workers := podworkers.New(podworkers.Config{
-		Syncer:         a.firstSyncs.Wrap(podworkers.NewSyncer(syncerConfig)),
-		Cache:          a.cache,
-		Clock:          a.clock,
-		ResyncInterval: a.cfg.SyncFrequency,
+		Syncer:         b.firstSyncs.Wrap(podworkers.NewSyncer(syncerConfig)),
+		Cache:          b.cache,
+		Clock:          b.clock,
+		ResyncInterval: b.cfg.SyncFrequency,
 	})
-	lifecycle := newPLEG(a, clients)
-	a.metrics.RegisterPLEG(lifecycle)
+	lifecycle := newPLEG(b, clients)
+	b.metrics.RegisterPLEG(lifecycle)
 
-	usage := housekeeping.Usage{Pods: a.pods, Workers: workers, Runtime: a.cache}
-	podDirs := housekeeping.NewPodDirs(housekeeping.PodDirsConfig{Dirs: podVolumes, LogsDir: a.cfg.PodLogsDir, InUse: usage.InUse, Clock: a.clock})
-	imageGC, err := newImageGC(a.cfg, clients, a.clock, a.metrics.ImageGarbageCollected.WithLabelValues("space").Inc)
+	usage := housekeeping.Usage{Pods: b.pods, Workers: workers, Runtime: b.cache}
+	podDirs := housekeeping.NewPodDirs(housekeeping.PodDirsConfig{Dirs: podVolumes, LogsDir: b.cfg.PodLogsDir, InUse: usage.InUse, Clock: b.clock})
+	imageGC, err := newImageGC(b.cfg, clients, b.clock, b.metrics.ImageGarbageCollected.WithLabelValues("space").Inc)
 	if err != nil {
 		return nil, err
 	}
 	runners := []func(context.Context){
 		lifecycle.Run,
 		podDirs.Run,
-		housekeeping.NewCgroups(housekeeping.CgroupsConfig{Cgroups: cg, Uses: usage.Uses, Clock: a.clock}).Run,
-		newLogRotation(a.cfg, clients.Runtime, a.cache, a.clock).Run,
+		housekeeping.NewCgroups(housekeeping.CgroupsConfig{Cgroups: cg, Uses: usage.Uses, Clock: b.clock}).Run,
+		newLogRotation(b.cfg, clients.Runtime, b.cache, b.clock).Run,
 		imageGC.Run,
 	}
 
 	// Graceful node shutdown: its requests reach the syncLoop.
 	var nodePods *shutdown.NodePods
-	if a.cfg.ShutdownGracePeriod > 0 {
-		nodePods = shutdown.NewNodePods(shutdown.NodePodsConfig{Pods: a.pods, Workers: workers, Status: statusManager})
+	if b.cfg.ShutdownGracePeriod > 0 {
+		nodePods = shutdown.NewNodePods(shutdown.NodePodsConfig{Pods: b.pods, Workers: workers, Status: statusManager})
 		runners = append(runners, shutdown.New(shutdown.Config{
-			GracePeriod:             a.cfg.ShutdownGracePeriod,
-			CriticalPodsGracePeriod: a.cfg.ShutdownGracePeriodCriticalPods,
+			GracePeriod:             b.cfg.ShutdownGracePeriod,
+			CriticalPodsGracePeriod: b.cfg.ShutdownGracePeriodCriticalPods,
 			Node:                    nodePods,
-			LogindConfDir:           a.cfg.LogindConfDir,
-			Clock:                   a.clock,
+			LogindConfDir:           b.cfg.LogindConfDir,
+			Clock:                   b.clock,
 		}).Run)
 	}
-	if a.cluster != nil {
-		reporters = a.cluster.NewReporters(cluster.ReportersConfig{
-			Pods:           a.pods,
+	if b.cluster != nil {
+		reporters = b.cluster.NewReporters(cluster.ReportersConfig{
+			Pods:           b.pods,
 			Statuses:       statusManager,
-			Gone:           podGone(lifecycle, workers, a.cache),
-			Ready:          a.health.Ready,
+			Gone:           podGone(lifecycle, workers, b.cache),
+			Ready:          b.health.Ready,
 			SystemInfo:     machine.SystemInfo(clients.RuntimeName, clients.RuntimeVersion),
-			MemoryCapacity: a.memoryCapacity,
+			MemoryCapacity: b.memoryCapacity,
 		})
 		runners = append(runners, reporters.Run)
 	}
@@ -260,18 +213,18 @@ func newRuntimeParts(ctx context.Context, a *baseParts, clients *cri.Clients) (*
 		pleg:    lifecycle,
 		workers: workers,
 		loop: &syncLoop{
-			clock:        a.clock,
-			beat:         a.health.beat,
-			pods:         a.pods,
-			merger:       a.merger,
-			cache:        a.cache,
+			clock:        b.clock,
+			beat:         b.health.beat,
+			pods:         b.pods,
+			merger:       b.merger,
+			cache:        b.cache,
 			workers:      workers,
 			probes:       probes,
 			pleg:         lifecycle,
 			probeResults: probeResults,
 			shutdown:     nodePods,
 			usage:        usage,
-			orphans:      housekeeping.NewOrphans(housekeeping.OrphansConfig{NodeName: a.nodeName, Sources: a.merger, Runtime: a.cache, Known: usage.Known}),
+			orphans:      housekeeping.NewOrphans(housekeeping.OrphansConfig{NodeName: b.nodeName, Sources: b.merger, Runtime: b.cache, Known: usage.Known}),
 			podDirs:      podDirs,
 		},
 		runners: runners,
@@ -281,25 +234,25 @@ func newRuntimeParts(ctx context.Context, a *baseParts, clients *cri.Clients) (*
 // newPLEG builds the PLEG of the configured mode. In auto and evented mode
 // it is an Evented PLEG, which relists by itself where the runtime serves
 // no events (containerd 1.6) or its stream keeps failing.
-func newPLEG(a *baseParts, clients *cri.Clients) lifecycleEvents {
+func newPLEG(b *baseParts, clients *cri.Clients) lifecycleEvents {
 	generic := pleg.NewGeneric(pleg.GenericConfig{
 		Runtime:       clients.Runtime,
-		Cache:         a.cache,
-		RelistPeriod:  a.cfg.PLEGRelistPeriod,
-		Clock:         a.clock,
-		ObserveRelist: func(d time.Duration) { a.metrics.PLEGRelistDuration.Observe(d.Seconds()) },
+		Cache:         b.cache,
+		RelistPeriod:  b.cfg.PLEGRelistPeriod,
+		Clock:         b.clock,
+		ObserveRelist: func(d time.Duration) { b.metrics.PLEGRelistDuration.Observe(d.Seconds()) },
 	})
-	if a.cfg.PLEGModeToRun() == config.PLEGModeRelist {
+	if b.cfg.PLEGModeToRun() == config.PLEGModeRelist {
 		return generic
 	}
 	return pleg.NewEvented(pleg.EventedConfig{
 		Runtime:            clients.Runtime,
-		Cache:              a.cache,
+		Cache:              b.cache,
 		Relister:           generic,
-		SafetyRelistPeriod: a.cfg.EventedPLEGRelistPeriod,
-		RelistPeriod:       a.cfg.PLEGRelistPeriod,
-		Clock:              a.clock,
-		OnConnectionError:  a.metrics.EventedPLEGConnectionErrors.Inc,
+		SafetyRelistPeriod: b.cfg.EventedPLEGRelistPeriod,
+		RelistPeriod:       b.cfg.PLEGRelistPeriod,
+		Clock:              b.clock,
+		OnConnectionError:  b.metrics.EventedPLEGConnectionErrors.Inc,
 	})
 }
 
@@ -403,3 +356,50 @@ func podGone(lifecycle lifecycleEvents, workers *podworkers.Workers, cache *pleg
 		return err == nil && (st == nil || len(st.Sandboxes)+len(st.Containers) == 0)
 	}
 }
+
+// runtimeView reads the published runtime parts for the parts built
+// before them: the PLEG for the health checks, the pods' status for the
+// HTTP endpoints' pod views, and the stats provider.
+type runtimeView struct {
+	runtime *atomic.Pointer[runtimeParts]
+}
+
+// plegOf is health.runtime.
+func (v runtimeView) plegOf() (healthChecker, bool) {
+	if p := v.runtime.Load(); p != nil {
+		return p.pleg, true
+	}
+	return nil, false
+}
+
+// Get returns the status manager's status of pod uid; none before the
+// runtime has answered.
+func (v runtimeView) Get(uid types.UID) (v1.PodStatus, bool) {
+	if p := v.runtime.Load(); p != nil {
+		return p.status.Get(uid)
+	}
+	return v1.PodStatus{}, false
+}
+
+// stats is server.Config.Stats: nil until the runtime has answered.
+func (v runtimeView) stats() server.Stats {
+	if p := v.runtime.Load(); p != nil {
+		return p.stats
+	}
+	return nil
+}
+
+// lifecycleEvents is what the agent needs of a PLEG, relisting or evented.
+type lifecycleEvents interface {
+	Run(ctx context.Context)
+	Watch() <-chan *pleg.Event
+	Healthy() error
+	Mode() string
+	LastSeen() time.Time
+	Dropped() uint64
+}
+
+var (
+	_ lifecycleEvents = (*pleg.Generic)(nil)
+	_ lifecycleEvents = (*pleg.Evented)(nil)
+)
