@@ -246,7 +246,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	// Pod volumes live under <root-dir>/pods; a standalone agent has no
 	// apiserver to serve configMaps, secrets or tokens.
-	volumesConfig := volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: nodeAllocatable(a.cfg.RootDir), Clock: a.clock}
+	allocatable := nodeAllocatable(a.cfg.RootDir)
+	volumesConfig := volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: allocatable, Clock: a.clock}
 	if a.node != nil {
 		volumesConfig.Objects = a.node.objects
 	}
@@ -293,6 +294,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		Cgroups:                 cg,
 		MemoryCapacity:          a.memoryCapacity,
 	}
+	// Env resourceFieldRefs read it for limits a container does not set.
+	syncerConfig.NodeAllocatable = allocatable
 	if a.node != nil {
 		// configMapKeyRef, secretKeyRef, envFrom and imagePullSecrets.
 		syncerConfig.Objects = a.node.objects

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/cgroups"
+	"github.com/minikubelet/minikubelet/internal/downward"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 	"github.com/minikubelet/minikubelet/volumes"
 )
@@ -84,9 +85,12 @@ type SyncerConfig struct {
 	// removes pods' directories at the end. Nil: pods run without their
 	// volumes, and their directories are removed as they are.
 	Volumes volumeManager
-	// NodeName and HostIP are what env fieldRefs see.
-	NodeName string
-	HostIP   string
+	// NodeName and HostIP are what env fieldRefs see; NodeAllocatable is
+	// what an env resourceFieldRef reads for a limit the container does
+	// not set (may be nil: it then reads 0).
+	NodeName        string
+	HostIP          string
+	NodeAllocatable v1.ResourceList
 	// RootDir holds <RootDir>/pods/<uid>; PodLogsDir holds container logs.
 	RootDir    string
 	PodLogsDir string
@@ -130,6 +134,8 @@ type Syncer struct {
 	messages terminationMessages
 	// hooks runs lifecycle handlers.
 	hooks *hookRunner
+	// downward resolves env fieldRefs and resourceFieldRefs.
+	downward downward.Resolver
 }
 
 var _ podSyncer = (*Syncer)(nil)
@@ -142,6 +148,11 @@ func NewSyncer(cfg SyncerConfig) *Syncer {
 		pulls:   newPullBackOff(cfg.Clock, cfg.ImagePullBackOffInitial, cfg.ImagePullBackOffMax),
 		waiting: map[types.UID]map[string]kubecontainer.Waiting{},
 		hooks:   newHookRunner(cfg.Runtime, cfg.Clock, cfg.HostIP),
+		downward: downward.Resolver{
+			NodeName:    cfg.NodeName,
+			HostIP:      cfg.HostIP,
+			Allocatable: cfg.NodeAllocatable,
+		},
 	}
 }
 
@@ -236,7 +247,7 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 		sandboxID = id
 	}
 	<-images.done
-	penv := podEnv{NodeName: s.cfg.NodeName, HostIP: s.cfg.HostIP, Objects: readEnvObjects(ctx, s.cfg.Objects, pod)}
+	penv := podEnv{Downward: s.downward, Objects: readEnvObjects(ctx, s.cfg.Objects, pod)}
 	if needsPodIP(actions.ContainersToStart) {
 		penv.PodIPs = s.sandboxIPs(ctx, sandboxID)
 	}
