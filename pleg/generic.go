@@ -175,7 +175,7 @@ func (g *Generic) Relist(ctx context.Context) error {
 		if objs == nil {
 			objs = &podObjects{} // the pod is gone from the runtime
 		}
-		status, err := kubecontainer.InspectPod(ctx, g.cfg.Runtime, uid, objs.sandboxes, objs.containers, prev, ts)
+		status, err := kubecontainer.InspectPod(ctx, g.cfg.Runtime, kubecontainer.Listed{UID: uid, Sandboxes: objs.sandboxes, Containers: objs.containers, At: ts}, prev)
 		if err != nil {
 			logger.V(2).Info("Reading pod status failed; will retry at next relist", "podUID", uid, "err", err)
 			g.reinspect[uid] = true
