@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/errdefs"
+	"github.com/minikubelet/minikubelet/internal/qos"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -173,7 +174,7 @@ func (m *Manager) PodCgroupParent(pod *v1.Pod) string {
 	if !m.cfg.PerQOS {
 		return m.root.path(m.cfg.Driver)
 	}
-	return podName(m.root, QOSClass(pod), pod.UID).path(m.cfg.Driver)
+	return podName(m.root, qos.Class(pod), pod.UID).path(m.cfg.Driver)
 }
 
 // ContainerCgroup is where containerd puts the cgroup of the container
@@ -219,7 +220,7 @@ func (m *Manager) EnsurePod(ctx context.Context, pod *v1.Pod) error {
 		return nil
 	}
 	res := PodResources(pod)
-	class := QOSClass(pod)
+	class := qos.Class(pod)
 	n := podName(m.root, class, pod.UID)
 	m.mu.Lock()
 	prev, known := m.applied[pod.UID]

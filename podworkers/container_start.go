@@ -13,8 +13,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/qos"
 	"github.com/minikubelet/minikubelet/volumes"
 )
 
@@ -119,5 +119,5 @@ func (s *Syncer) oomScoreAdj(pod *v1.Pod, c *v1.Container) int64 {
 	if s.cfg.MemoryCapacity <= 0 {
 		return 0
 	}
-	return int64(cgroups.OOMScoreAdj(pod, c, s.cfg.MemoryCapacity))
+	return int64(qos.OOMScoreAdj(pod, c, s.cfg.MemoryCapacity))
 }

@@ -1,4 +1,4 @@
-package cgroups
+package qos
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-func TestQOSClass(t *testing.T) {
+func TestClass(t *testing.T) {
 	res := func(cpu, mem string) v1.ResourceList {
 		l := v1.ResourceList{}
 		if cpu != "" {
@@ -40,8 +40,8 @@ func TestQOSClass(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := QOSClass(tt.pod); got != tt.want {
-				t.Errorf("QOSClass = %s, want %s", got, tt.want)
+			if got := Class(tt.pod); got != tt.want {
+				t.Errorf("Class = %s, want %s", got, tt.want)
 			}
 		})
 	}
