@@ -165,6 +165,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		Running:         a,
 		StatsSummary:    http.HandlerFunc(a.serveStatsSummary),
 		CadvisorMetrics: http.HandlerFunc(a.serveCadvisor),
+		Clock:           a.clock,
 	})
 	if err != nil {
 		return err

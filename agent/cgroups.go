@@ -63,6 +63,7 @@ func (a *Agent) setupCgroups(ctx context.Context, rt runtimeConfigReader) (*cgro
 		Driver:          a.cgroupDriver(ctx, rt),
 		PerQOS:          a.cfg.CgroupsPerQOS,
 		BlkioAccounting: a.cfg.CgroupV1BlkioAccounting,
+		Clock:           a.clock,
 	})
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // DefaultMountRoot is where the cgroup hierarchies are mounted.
@@ -49,6 +50,9 @@ type Config struct {
 	// (v2 when /sys/fs/cgroup is cgroup2; v1 on legacy and hybrid hosts,
 	// whose controllers live in the v1 hierarchies).
 	Version int
+	// Clock paces KillPodProcesses' wait for the processes it killed; the
+	// real clock when nil.
+	Clock clock.Clock
 }
 
 // Manager creates, configures and removes the pods' cgroups and reads
@@ -88,6 +92,9 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	if cfg.Driver == "" {
 		cfg.Driver = DriverCgroupfs
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Driver != DriverCgroupfs && cfg.Driver != DriverSystemd {
 		return nil, fmt.Errorf("--cgroup-driver: %q is not one of cgroupfs, systemd", cfg.Driver)

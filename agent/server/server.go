@@ -14,6 +14,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/agent/sources"
 )
@@ -64,6 +65,8 @@ type Config struct {
 	// /metrics/cadvisor; each is optional (404 when nil).
 	StatsSummary    http.Handler
 	CadvisorMetrics http.Handler
+	// Clock times log follows and sinceSeconds; the real clock when nil.
+	Clock clock.Clock
 }
 
 // Server serves the endpoints.
@@ -81,6 +84,9 @@ func Listen(cfg Config) (*Server, error) {
 		if err := cfg.Auth.Validate(cfg.Address); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	s := &Server{cfg: cfg}
 	var tlsCfg *tls.Config
