@@ -13,11 +13,12 @@ import (
 	"github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/errdefs"
-	"github.com/minikubelet/minikubelet/internal/qos"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/internal/qos"
 )
 
 // DefaultMountRoot is where the cgroup hierarchies are mounted.
