@@ -9,6 +9,8 @@ import (
 	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 // noSuchPID is above any pid_max: signalling it fails with ESRCH, so the
@@ -54,11 +56,7 @@ func TestKillPodProcessesWaitsByItsClock(t *testing.T) {
 				pids, err := m.KillPodProcesses(ctx, "k")
 				done <- result{pids, err}
 			}()
-			for deadline := time.Now().Add(5 * time.Second); !clk.HasWaiters(); time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("KillPodProcesses does not wait on its clock for a busy cgroup")
-				}
-			}
+			polltest.True(t, 5*time.Second, "KillPodProcesses to wait on its clock for the busy cgroup", clk.HasWaiters)
 			select {
 			case r := <-done:
 				t.Fatalf("KillPodProcesses returned %v, %v while the cgroup is busy", r.pids, r.err)

@@ -14,6 +14,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 type fakeExec struct {
@@ -94,9 +96,7 @@ func TestHookSleepFollowsTheClockAndTheTimeout(t *testing.T) {
 	go func() {
 		done <- h.run(context.Background(), hookTarget{pod: &v1.Pod{}, container: &v1.Container{}, containerID: "cid"}, &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 5}}, time.Minute)
 	}()
-	for !clk.HasWaiters() {
-		time.Sleep(time.Millisecond)
-	}
+	polltest.True(t, 5*time.Second, "the sleep hook to wait on the clock", clk.HasWaiters)
 	clk.Step(5 * time.Second)
 	if err := <-done; err != nil {
 		t.Fatalf("sleep: %v", err)

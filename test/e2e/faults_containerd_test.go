@@ -11,6 +11,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -142,7 +143,7 @@ func TestFaultContainerdRestart(t *testing.T) {
 		a.waitRunning("pair", time.Minute)
 		a.waitRunning("net", time.Minute)
 		if evented {
-			waitFor(t, 30*time.Second, "the PLEG in evented mode", func() (bool, string) {
+			polltest.Until(t, 30*time.Second, "the PLEG in evented mode", func() (bool, string) {
 				v, ok := a.metric("minikubelet_pleg_mode", `{mode="evented"}`)
 				return ok && v == 1, fmt.Sprintf("evented=%v (%v)", v, ok)
 			})
@@ -161,7 +162,7 @@ func TestFaultContainerdRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Down until the agent has noticed: a relist failed.
-			waitFor(t, 30*time.Second, "the agent to notice containerd is gone", func() (bool, string) {
+			polltest.Until(t, 30*time.Second, "the agent to notice containerd is gone", func() (bool, string) {
 				return a.countLogLines("Relist failed") > relistFailures, "no failed relist yet"
 			})
 			if !a.alive() {
@@ -186,7 +187,7 @@ func TestFaultContainerdRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			up := time.Now()
-			waitFor(t, time.Minute, "/healthz ok and the PLEG relisting after the restart", func() (bool, string) {
+			polltest.Until(t, time.Minute, "/healthz ok and the PLEG relisting after the restart", func() (bool, string) {
 				body, code, err := a.get(a.healthz, "/healthz")
 				seen, ok := a.metric("minikubelet_pleg_last_seen_seconds", "")
 				return err == nil && code == 200 && ok && seen > float64(up.UnixNano())/1e9,
@@ -201,7 +202,7 @@ func TestFaultContainerdRestart(t *testing.T) {
 				if up.Sub(t0) > 5*time.Second {
 					wait = 90 * time.Second
 				}
-				waitFor(t, wait, "the container event stream back", func() (bool, string) {
+				polltest.Until(t, wait, "the container event stream back", func() (bool, string) {
 					v, ok := a.metric("minikubelet_pleg_mode", `{mode="evented"}`)
 					return ok && v == 1, fmt.Sprintf("evented=%v (%v)", v, ok)
 				})
@@ -215,7 +216,7 @@ func TestFaultContainerdRestart(t *testing.T) {
 		a.waitRunning("during", time.Minute)
 
 		// Nothing changes, for a few relist periods and pod syncs.
-		holdsFor(t, 3*time.Second, "the containers of before the restart running on", func() (bool, string) {
+		polltest.Holds(t, 3*time.Second, "the containers of before the restart running on", func() (bool, string) {
 			after := a.podContainers("pair", "net")
 			idsAfter := a.runningIDs(ctx, "pair", "net")
 			return maps.Equal(before, after) && slices.Equal(idsBefore, idsAfter),
@@ -226,15 +227,4 @@ func TestFaultContainerdRestart(t *testing.T) {
 		a.writeManifest("late.yaml", sleeperPod("late"))
 		a.waitRunning("late", time.Minute)
 	})
-}
-
-// holdsFor polls cond every 100ms for d and fails the test the first time
-// it does not hold: a state that must not change for a while.
-func holdsFor(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if ok, state := cond(); !ok {
-			t.Fatalf("%s: no longer so: %s", what, state)
-		}
-	}
 }
