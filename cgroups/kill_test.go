@@ -30,13 +30,7 @@ func TestKillPodProcessesWaitsByItsClock(t *testing.T) {
 		{name: "ctx ends first", wantErr: "still busy: ["},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			mountRoot := t.TempDir()
-			writeFiles(t, mountRoot, map[string]string{
-				"cgroup.controllers":                         "cpu memory pids\n",
-				"kubepods/cgroup.subtree_control":            "",
-				"kubepods/burstable/cgroup.subtree_control":  "",
-				"kubepods/besteffort/cgroup.subtree_control": "",
-			})
+			mountRoot := fakeV2(t)
 			clk := testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

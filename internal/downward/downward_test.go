@@ -69,7 +69,8 @@ func resourceRef(container, name, divisor string) *v1.ResourceFieldSelector {
 	return ref
 }
 
-// Each volume file's bytes, as the kubelet writes them.
+// Each volume file's bytes, as the kubelet writes them, or why there is
+// none.
 func TestFile(t *testing.T) {
 	field := func(path string) *v1.DownwardAPIVolumeFile {
 		return &v1.DownwardAPIVolumeFile{Path: "f", FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
@@ -78,56 +79,50 @@ func TestFile(t *testing.T) {
 		return &v1.DownwardAPIVolumeFile{Path: "f", ResourceFieldRef: resourceRef(container, name, divisor)}
 	}
 	tests := []struct {
-		name string
-		item *v1.DownwardAPIVolumeFile
-		want string
+		name    string
+		item    *v1.DownwardAPIVolumeFile
+		want    string
+		wantErr string
 	}{
-		{"labels sorted, quoted, no final newline", field("metadata.labels"), "app=\"web\"\nquote=\"say \\\"hi\\\"\"\ntier=\"front\""},
-		{"annotations escape newlines and tabs", field("metadata.annotations"), "kubernetes.io/config.source=\"file\"\nmulti=\"line one\\nline two\\ttab\"\nunicode=\"café\""},
-		{"one label", field("metadata.labels['tier']"), "front"},
-		{"one annotation, unquoted", field("metadata.annotations['multi']"), "line one\nline two\ttab"},
-		{"a missing label is empty", field("metadata.labels['nope']"), ""},
-		{"name", field("metadata.name"), "web"},
-		{"namespace", field("metadata.namespace"), "ns"},
-		{"uid", field("metadata.uid"), "uid-1234"},
-		{"cpu limit", res("main", "limits.cpu", "1m"), "250"},
-		{"memory limit", res("main", "limits.memory", "1Mi"), "64"},
-		{"an unset limit is the node's allocatable", res("nolimits", "limits.memory", ""), "2147483648"},
-		{"an init container's limit", res("setup", "limits.memory", "1k"), "10000"},
+		{name: "labels sorted, quoted, no final newline", item: field("metadata.labels"), want: "app=\"web\"\nquote=\"say \\\"hi\\\"\"\ntier=\"front\""},
+		{name: "annotations escape newlines and tabs", item: field("metadata.annotations"), want: "kubernetes.io/config.source=\"file\"\nmulti=\"line one\\nline two\\ttab\"\nunicode=\"café\""},
+		{name: "one label", item: field("metadata.labels['tier']"), want: "front"},
+		{name: "one annotation, unquoted", item: field("metadata.annotations['multi']"), want: "line one\nline two\ttab"},
+		{name: "a missing label is empty", item: field("metadata.labels['nope']"), want: ""},
+		{name: "name", item: field("metadata.name"), want: "web"},
+		{name: "namespace", item: field("metadata.namespace"), want: "ns"},
+		{name: "uid", item: field("metadata.uid"), want: "uid-1234"},
+		{name: "cpu limit", item: res("main", "limits.cpu", "1m"), want: "250"},
+		{name: "memory limit", item: res("main", "limits.memory", "1Mi"), want: "64"},
+		{name: "an unset limit is the node's allocatable", item: res("nolimits", "limits.memory", ""), want: "2147483648"},
+		{name: "an init container's limit", item: res("setup", "limits.memory", "1k"), want: "10000"},
+
+		{name: "spec fields are env-only", item: field("spec.nodeName"), wantErr: `fieldRef "spec.nodeName" is not supported in a volume`},
+		{name: "status fields are env-only", item: field("status.podIP"), wantErr: `fieldRef "status.podIP" is not supported in a volume`},
+		{name: "subscript of another field", item: field("metadata.name['a']"), wantErr: "only metadata.labels and metadata.annotations take a ['key']"},
+		{name: "no container name", item: res("", "limits.cpu", ""), wantErr: "containerName is required in a volume"},
+		{name: "unknown container", item: res("ghost", "limits.cpu", ""), wantErr: `the pod has no container "ghost"`},
+		{name: "no source", item: &v1.DownwardAPIVolumeFile{}, wantErr: "needs a fieldRef or a resourceFieldRef"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := testResolver().File(testPod(), tt.item)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tt.want {
-				t.Errorf("File = %q, want %q", got, tt.want)
-			}
+			checkValue(t, "File", got, err, tt.want, tt.wantErr)
 		})
 	}
 }
 
-func TestFileErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		item *v1.DownwardAPIVolumeFile
-		want string
-	}{
-		{"spec fields are env-only", &v1.DownwardAPIVolumeFile{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}, `fieldRef "spec.nodeName" is not supported in a volume`},
-		{"status fields are env-only", &v1.DownwardAPIVolumeFile{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}, `fieldRef "status.podIP" is not supported in a volume`},
-		{"subscript of another field", &v1.DownwardAPIVolumeFile{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name['a']"}}, "only metadata.labels and metadata.annotations take a ['key']"},
-		{"no container name", &v1.DownwardAPIVolumeFile{ResourceFieldRef: resourceRef("", "limits.cpu", "")}, "containerName is required in a volume"},
-		{"unknown container", &v1.DownwardAPIVolumeFile{ResourceFieldRef: resourceRef("ghost", "limits.cpu", "")}, `the pod has no container "ghost"`},
-		{"no source", &v1.DownwardAPIVolumeFile{}, "needs a fieldRef or a resourceFieldRef"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := testResolver().File(testPod(), tt.item)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("File: err = %v, want it to say %q", err, tt.want)
-			}
-		})
+// checkValue fails t unless a resolver gave want, or an error saying
+// wantErr when wantErr is set.
+func checkValue(t *testing.T, call, got string, err error, want, wantErr string) {
+	t.Helper()
+	switch {
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Errorf("%s = %q, %v; want an error saying %q", call, got, err, wantErr)
+	case wantErr == "" && err != nil:
+		t.Errorf("%s: %v", call, err)
+	case wantErr == "" && got != want:
+		t.Errorf("%s = %q, want %q", call, got, want)
 	}
 }
 
@@ -148,10 +143,10 @@ func TestEnv(t *testing.T) {
 		podIPs      []string
 		allocatable v1.ResourceList
 		want        string
+		wantErr     string
 	}{
+		// The metadata fields are File's (TestFile has them all).
 		{name: "name", src: fieldRef("metadata.name"), want: "web"},
-		{name: "namespace", src: fieldRef("metadata.namespace"), want: "ns"},
-		{name: "uid", src: fieldRef("metadata.uid"), want: "uid-1234"},
 		{name: "one label", src: fieldRef("metadata.labels['tier']"), want: "front"},
 		{name: "one annotation", src: fieldRef("metadata.annotations['unicode']"), want: "café"},
 		{name: "a missing annotation is empty", src: fieldRef("metadata.annotations['nope']"), want: ""},
@@ -191,6 +186,13 @@ func TestEnv(t *testing.T) {
 		{name: "no limit and no allocatable known: 0", container: "nolimits", src: res("", "limits.memory", ""), allocatable: v1.ResourceList{}, want: "0"},
 		{name: "no request: 0, not the allocatable", container: "nolimits", src: res("", "requests.memory", ""), want: "0"},
 		{name: "no hugepages limit: 0", src: res("", "limits.hugepages-2Mi", "1Mi"), want: "0"},
+
+		{name: "an unsupported field", src: fieldRef("spec.priority"), wantErr: `fieldRef "spec.priority" is not supported`},
+		{name: "an unknown container", src: res("ghost", "limits.cpu", ""), wantErr: `the pod has no container "ghost"`},
+		{name: "an unknown kind", src: res("", "usage.cpu", ""), wantErr: `resourceFieldRef "usage.cpu" is not supported: use limits.<name> or requests.<name>`},
+		{name: "an unknown resource", src: res("", "limits.nvidia.com/gpu", ""), wantErr: "use cpu, memory, ephemeral-storage or hugepages-<size>"},
+		{name: "a negative divisor", src: res("", "limits.memory", "-1Mi"), wantErr: "divisor -1Mi is not a positive amount of memory"},
+		{name: "a secret is no downward API", src: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}, wantErr: "needs a fieldRef or a resourceFieldRef"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,36 +215,7 @@ func TestEnv(t *testing.T) {
 				}
 			}
 			got, err := r.Env(pod, c, tt.src, tt.podIPs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tt.want {
-				t.Errorf("Env = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestEnvErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		src  *v1.EnvVarSource
-		want string
-	}{
-		{"an unsupported field", fieldRef("spec.priority"), `fieldRef "spec.priority" is not supported`},
-		{"an unknown container", &v1.EnvVarSource{ResourceFieldRef: resourceRef("ghost", "limits.cpu", "")}, `the pod has no container "ghost"`},
-		{"an unknown kind", &v1.EnvVarSource{ResourceFieldRef: resourceRef("", "usage.cpu", "")}, `resourceFieldRef "usage.cpu" is not supported: use limits.<name> or requests.<name>`},
-		{"an unknown resource", &v1.EnvVarSource{ResourceFieldRef: resourceRef("", "limits.nvidia.com/gpu", "")}, "use cpu, memory, ephemeral-storage or hugepages-<size>"},
-		{"a negative divisor", &v1.EnvVarSource{ResourceFieldRef: resourceRef("", "limits.memory", "-1Mi")}, "divisor -1Mi is not a positive amount of memory"},
-		{"a secret is no downward API", &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}, "needs a fieldRef or a resourceFieldRef"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pod := testPod()
-			_, err := testResolver().Env(pod, &pod.Spec.Containers[0], tt.src, nil)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Env: err = %v, want it to say %q", err, tt.want)
-			}
+			checkValue(t, "Env", got, err, tt.want, tt.wantErr)
 		})
 	}
 }
