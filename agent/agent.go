@@ -151,6 +151,7 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 			Auth:           cfg.ServerAuth(),
 			Running:        view,
 			Stats:          runtimeView{runtime}.stats,
+			Clock:          deps.Clock,
 		},
 		notify: notify.New(notify.Config{
 			Notifier:        deps.Notifier,

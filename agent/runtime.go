@@ -85,7 +85,7 @@ type baseParts struct {
 // syncLoop that ties them together. It calls the runtime once (its cgroup
 // driver) and makes the QoS cgroups; it starts nothing.
 func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*runtimeParts, error) {
-	cg, err := newCgroups(ctx, b.cfg, clients.Runtime)
+	cg, err := newCgroups(ctx, b.cfg, clients.Runtime, b.clock)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,8 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 	})
 	// Pod volumes live under <root-dir>/pods; a standalone agent has no
 	// apiserver to serve configMaps, secrets or tokens.
-	volumesConfig := volumes.Config{RootDir: b.cfg.RootDir, NodeAllocatable: machine.Allocatable(b.cfg.RootDir), Clock: b.clock}
+	allocatable := machine.Allocatable(b.cfg.RootDir)
+	volumesConfig := volumes.Config{RootDir: b.cfg.RootDir, NodeAllocatable: allocatable, Clock: b.clock}
 	if b.cluster != nil {
 		volumesConfig.Objects = b.cluster.Objects()
 	}
@@ -155,6 +156,8 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 		ImagePullBackOffMax:     5 * time.Minute,
 		Cgroups:                 cg,
 		MemoryCapacity:          b.memoryCapacity,
+		// Env resourceFieldRefs read it for limits a container does not set.
+		NodeAllocatable: allocatable,
 	}
 	if b.cluster != nil {
 		// configMapKeyRef, secretKeyRef, envFrom and imagePullSecrets.
@@ -306,12 +309,13 @@ type runtimeConfigReader interface {
 
 // newCgroups makes the cgroup manager, with the QoS cgroups, for the
 // runtime's cgroup driver.
-func newCgroups(ctx context.Context, cfg config.Config, rt runtimeConfigReader) (*cgroups.Manager, error) {
+func newCgroups(ctx context.Context, cfg config.Config, rt runtimeConfigReader, clk clock.Clock) (*cgroups.Manager, error) {
 	cg, err := cgroups.New(ctx, cgroups.Config{
 		Root:            cfg.CgroupRoot,
 		Driver:          cgroupDriver(ctx, rt, cfg.CgroupDriver),
 		PerQOS:          cfg.CgroupsPerQOS,
 		BlkioAccounting: cfg.CgroupV1BlkioAccounting,
+		Clock:           clk,
 	})
 	if err != nil {
 		return nil, err

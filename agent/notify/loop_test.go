@@ -19,6 +19,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/podmanager"
 	"github.com/minikubelet/minikubelet/agent/sources"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/podworkers"
 )
 
@@ -179,9 +180,7 @@ func TestNotifyLoopReportsStartReadyAndWatchdog(t *testing.T) {
 	go a.merger.Run(ctx, in, out)
 	web, db := testPod("web"), testPod("db")
 	in <- sources.Update{Source: sources.File, Pods: []*v1.Pod{web, db}}
-	for !a.merger.AllSourcesSeen() {
-		time.Sleep(time.Millisecond)
-	}
+	polltest.True(t, 5*time.Second, "the merge to see every source", a.merger.AllSourcesSeen)
 	a.pods.Set(web)
 	a.pods.Set(db)
 	step(notifyPeriod)

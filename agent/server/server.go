@@ -14,6 +14,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/agent/sources"
 	"github.com/minikubelet/minikubelet/internal/cleanup"
@@ -65,6 +66,8 @@ type Config struct {
 	// nil while there is nothing yet (the container runtime has not
 	// answered): they answer 503 then. Nil Stats leaves them out (404).
 	Stats func() Stats
+	// Clock times log follows and sinceSeconds; the real clock when nil.
+	Clock clock.Clock
 }
 
 // Server serves the endpoints.
@@ -82,6 +85,9 @@ func Listen(cfg Config) (*Server, error) {
 		if err := cfg.Auth.Validate(cfg.Address); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	s := &Server{cfg: cfg}
 	var tlsCfg *tls.Config

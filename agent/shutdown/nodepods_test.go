@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/podmanager"
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
 )
@@ -81,13 +83,6 @@ func staticPod(name string, policy v1.RestartPolicy) *v1.Pod {
 	}
 }
 
-// waitUntil is waitFor (manager_test.go) for a condition without a state
-// to report.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	waitFor(t, what, func() (bool, string) { return cond(), "" })
-}
-
 // The shutdown manager's requests, as the syncLoop carries them out with
 // real pod workers: stop admitting lists the running pods and holds every
 // start; terminate kills with the given grace and marks the statuses, which
@@ -121,7 +116,7 @@ func TestNodePodsRequests(t *testing.T) {
 		pods.Set(p)
 		workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Create, Pod: p})
 	}
-	waitUntil(t, "both pods synced", func() bool {
+	polltest.True(t, 5*time.Second, "both pods synced", func() bool {
 		a, _ := statuses.Get(web.UID)
 		b, _ := statuses.Get(job.UID)
 		return a.Phase == v1.PodRunning && b.Phase == v1.PodSucceeded
@@ -135,7 +130,7 @@ func TestNodePodsRequests(t *testing.T) {
 	if st, _ := statuses.Get(web.UID); st.Phase != v1.PodFailed || st.Reason != "Terminated" {
 		t.Errorf("web at once: phase %s reason %q, want Failed, Terminated", st.Phase, st.Reason)
 	}
-	waitUntil(t, "web terminated", func() bool { return n.Terminated(web.UID) && !slices.Contains(workers.Known(), web.UID) })
+	polltest.True(t, 5*time.Second, "web terminated", func() bool { return n.Terminated(web.UID) && !slices.Contains(workers.Known(), web.UID) })
 	if st, ok := statuses.Get(web.UID); !ok || st.Phase != v1.PodFailed || st.Message != Message {
 		t.Errorf("web after removal: %v phase %s message %q", ok, st.Phase, st.Message)
 	}
@@ -151,7 +146,7 @@ func TestNodePodsRequests(t *testing.T) {
 	}
 
 	do(Request{op: opResume})
-	waitUntil(t, "web and late running again", func() bool {
+	polltest.True(t, 5*time.Second, "web and late running again", func() bool {
 		a, _ := statuses.Get(web.UID)
 		b, _ := statuses.Get(late.UID)
 		return a.Phase == v1.PodRunning && b.Phase == v1.PodRunning

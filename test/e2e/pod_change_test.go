@@ -11,6 +11,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -48,7 +49,7 @@ func TestEditRestartsOnlyChangedContainer(t *testing.T) {
 		a.writeManifest("edit.yaml", editPod(env.busybox, "echo two; exec sleep 3600"))
 		oldB := containerStatus(before, "b").ContainerID
 		var after = before
-		waitFor(t, 30*time.Second, "b restarted with the new spec", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "b restarted with the new spec", func() (bool, string) {
 			after = a.pod("edit")
 			if after == nil {
 				return false, "pod gone"
@@ -86,7 +87,7 @@ func TestEditRestartsOnlyChangedContainer(t *testing.T) {
 			t.Errorf("%d containers running after the edit, want 2", running)
 		}
 		// The new b logs to 1.log, as the kubelet numbers restarts.
-		waitFor(t, 10*time.Second, "b's new log", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "b's new log", func() (bool, string) {
 			b, err := os.ReadFile(a.containerLog(after, "b", 1))
 			return err == nil && strings.Contains(string(b), "two"), fmt.Sprintf("%q %v", b, err)
 		})
@@ -131,7 +132,7 @@ spec:
 		// file with the pod, and the open file still shows what was
 		// written.
 		logPath := a.containerLog(polite, "main", 0)
-		waitFor(t, 10*time.Second, "polite ready", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "polite ready", func() (bool, string) {
 			b, err := os.ReadFile(logPath)
 			return err == nil && strings.Contains(string(b), "ready"), fmt.Sprintf("%q %v", b, err)
 		})
@@ -147,7 +148,7 @@ spec:
 		a.removeManifest("polite.yaml")
 		a.removeManifest("stubborn.yaml")
 
-		waitFor(t, 10*time.Second, "polite pod gone", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "polite pod gone", func() (bool, string) {
 			return a.pod("polite") == nil && !sandboxExists(ctx, t, rt, polite.Name), "still there"
 		})
 		politeGone := time.Since(start)
@@ -159,7 +160,7 @@ spec:
 		// The stubborn container must be running until the grace deadline
 		// and dead within a second after it.
 		var stoppedAfter time.Duration
-		waitFor(t, (grace+10)*time.Second, "stubborn container stopped", func() (bool, string) {
+		polltest.Until(t, (grace+10)*time.Second, "stubborn container stopped", func() (bool, string) {
 			resp, err := rt.Runtime().ContainerStatus(ctx, stubbornID, false)
 			if err != nil || resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
 				stoppedAfter = time.Since(start)
@@ -170,7 +171,7 @@ spec:
 		if stoppedAfter < grace*time.Second || stoppedAfter > (grace+1)*time.Second+500*time.Millisecond {
 			t.Errorf("stubborn container stopped %v after the delete, want the grace deadline %ds (within a second)", stoppedAfter, grace)
 		}
-		waitFor(t, 10*time.Second, "stubborn pod gone", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "stubborn pod gone", func() (bool, string) {
 			return a.pod("stubborn") == nil && !sandboxExists(ctx, t, rt, stubborn.Name), "still there"
 		})
 		t.Logf("polite pod gone after %v, stubborn container killed after %v (grace %ds)", politeGone.Round(time.Millisecond), stoppedAfter.Round(time.Millisecond), grace)
@@ -207,7 +208,7 @@ spec:
     image: %s
     command: ["sh", "-c", "sleep 1; exit 3"]
 `, env.busybox))
-		waitFor(t, 30*time.Second, "container terminated with exit code 3", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "container terminated with exit code 3", func() (bool, string) {
 			pod := a.pod("exit")
 			if pod == nil {
 				return false, "not on /pods"
@@ -218,7 +219,7 @@ spec:
 			return ok, describe(pod)
 		})
 		// A finished pod keeps no sandbox running (its IP is freed).
-		waitFor(t, 10*time.Second, "sandbox of the finished pod stopped", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "sandbox of the finished pod stopped", func() (bool, string) {
 			sandboxes, _, err := runtimePods(context.Background(), rt, a.node)
 			if err != nil || len(sandboxes) != 1 {
 				return false, fmt.Sprintf("%v %v", sandboxes, err)

@@ -1,15 +1,15 @@
-package cgroups
+package qos
 
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// QOSClass returns a pod's QoS class by the Kubernetes rules: BestEffort when
+// Class returns a pod's QoS class by the Kubernetes rules: BestEffort when
 // no container (init or regular) requests or limits cpu or memory;
 // Guaranteed when every container limits both cpu and memory and its
 // requests, where set, equal its limits; Burstable otherwise.
-func QOSClass(pod *v1.Pod) v1.PodQOSClass {
+func Class(pod *v1.Pod) v1.PodQOSClass {
 	tracked := []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory}
 	anySet := false
 	guaranteed := true

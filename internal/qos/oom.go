@@ -1,4 +1,4 @@
-package cgroups
+package qos
 
 import (
 	v1 "k8s.io/api/core/v1"
@@ -34,7 +34,7 @@ func OOMScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) int {
 	if isNodeCritical(pod) {
 		return guaranteedOOMScoreAdj
 	}
-	switch QOSClass(pod) {
+	switch Class(pod) {
 	case v1.PodQOSGuaranteed:
 		return guaranteedOOMScoreAdj
 	case v1.PodQOSBestEffort:
@@ -43,8 +43,7 @@ func OOMScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) int {
 	if memoryCapacity <= 0 {
 		return bestEffortOOMScoreAdj - 1
 	}
-	req := request(c, v1.ResourceMemory)
-	adj := burstableAdj(req.Value(), memoryCapacity)
+	adj := burstableAdj(memoryRequest(c), memoryCapacity)
 	if isSidecarOf(pod, c) {
 		if least := leastRegularMemoryRequest(pod); least > 0 {
 			adj = min(adj, burstableAdj(least, memoryCapacity))
@@ -91,8 +90,7 @@ func isSidecarOf(pod *v1.Pod, c *v1.Container) bool {
 func leastRegularMemoryRequest(pod *v1.Pod) int64 {
 	var least int64
 	for i := range pod.Spec.Containers {
-		q := request(&pod.Spec.Containers[i], v1.ResourceMemory)
-		r := q.Value()
+		r := memoryRequest(&pod.Spec.Containers[i])
 		if r == 0 {
 			return 0
 		}
@@ -101,4 +99,14 @@ func leastRegularMemoryRequest(pod *v1.Pod) int64 {
 		}
 	}
 	return least
+}
+
+// memoryRequest is c's memory request in bytes: its limit when it sets no
+// request (as the API server defaults it), 0 when it sets neither.
+func memoryRequest(c *v1.Container) int64 {
+	q, ok := c.Resources.Requests[v1.ResourceMemory]
+	if !ok {
+		q = c.Resources.Limits[v1.ResourceMemory]
+	}
+	return q.Value()
 }
