@@ -4,34 +4,34 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/agent/cluster"
+	"github.com/minikubelet/minikubelet/agent/config"
+	"github.com/minikubelet/minikubelet/agent/imageimport"
+	"github.com/minikubelet/minikubelet/agent/machine"
+	"github.com/minikubelet/minikubelet/agent/notify"
 	"github.com/minikubelet/minikubelet/agent/podconfig"
-	"github.com/minikubelet/minikubelet/agent/prober"
+	"github.com/minikubelet/minikubelet/agent/podmanager"
+	"github.com/minikubelet/minikubelet/agent/podview"
 	"github.com/minikubelet/minikubelet/agent/server"
 	"github.com/minikubelet/minikubelet/agent/sources"
 	"github.com/minikubelet/minikubelet/agent/sources/file"
 	httpsource "github.com/minikubelet/minikubelet/agent/sources/http"
-	"github.com/minikubelet/minikubelet/agent/stats"
-	"github.com/minikubelet/minikubelet/agent/status"
+	"github.com/minikubelet/minikubelet/internal/cleanup"
 	"github.com/minikubelet/minikubelet/internal/cri"
 	"github.com/minikubelet/minikubelet/internal/metrics"
-	"github.com/minikubelet/minikubelet/internal/probe"
 	"github.com/minikubelet/minikubelet/internal/sdnotify"
 	"github.com/minikubelet/minikubelet/pleg"
-	"github.com/minikubelet/minikubelet/podworkers"
-	"github.com/minikubelet/minikubelet/volumes"
 )
 
-// Channel capacities. Each channel has one writer and one reader, is owned
+// Channel capacities. Each channel has one writer and one reader, is made
 // by Run, and is never closed (its goroutines end on ctx instead).
 const (
 	// sourceUpdatesCap buffers source snapshots for the merge.
@@ -39,51 +39,41 @@ const (
 	// podUpdatesCap buffers merged operations for the syncLoop; the merge
 	// blocks when it is full, so nothing is dropped.
 	podUpdatesCap = 64
-	// probeResultsCap buffers probe results for the syncLoop.
-	probeResultsCap = 64
 )
 
-// Agent is a running minikubelet. Create it with New and start it with Run.
+// cleanupTimeout bounds work done after the agent's ctx was cancelled.
+const cleanupTimeout = 5 * time.Second
+
+// Agent is a minikubelet. New builds it; Run runs it. No field changes
+// after New: the parts that need the container runtime are built by Run
+// once it answers, and published once, in runtime.
 type Agent struct {
-	cfg      Config
-	clock    clock.WithTicker
-	nodeName string
-	hostIP   string
-
-	metrics *metrics.Metrics
-	pods    *podManager
-	merger  *podconfig.Merger
-	cache   *pleg.Cache
-	// workers is set by Run before the syncLoop starts and used only by
-	// Run's goroutine.
-	workers *podworkers.Workers
-	// probes is set by Run before the syncLoop starts.
-	probes *prober.Manager
-	// nodeShutdown is set by Run before the syncLoop starts; nil when
-	// graceful node shutdown is off.
-	nodeShutdown *nodeShutdown
-	// status and pleg are set by Run once the runtime answers; the HTTP
-	// server reads them before that.
-	status atomic.Pointer[status.Manager]
-	pleg   atomic.Pointer[plegHandle]
-	// runtimeReady is set once the runtime has answered.
-	runtimeReady atomic.Bool
-	// syncLoopTick is the UnixNano time of the syncLoop's last iteration.
-	syncLoopTick atomic.Int64
-	// podDirs cleans up gone pods' directories; set by Run before the
-	// syncLoop starts.
-	podDirs *podDirCleaner
-	// stats is set by Run once the runtime answers (agent/cgroups.go).
-	stats atomic.Pointer[stats.Provider]
-	// memoryCapacity is the node's memory in bytes; 0 when unknown.
-	memoryCapacity int64
-
-	// notifier and firstSyncs serve the service manager (notify.go).
-	notifier   notifier
-	firstSyncs *firstSyncs
-	// node holds node mode's parts (node.go); nil in standalone mode.
-	node *nodeMode
+	baseParts
+	// sources are the pod sources: the file source, the manifest URL's and
+	// node mode's (cluster), as configured.
+	sources []podSource
+	// endpoints configures the HTTP server, which Run starts.
+	endpoints server.Config
+	notify    *notify.Loop
+	// runtime holds the parts that need the runtime: nil until Run has
+	// built them, then set once. The HTTP server, the health checks and
+	// the service manager's loop read it.
+	runtime *atomic.Pointer[runtimeParts]
 }
+
+// podSource is a pod source (agent/sources/...): Run sends its snapshots
+// to out until ctx is done.
+type podSource interface {
+	Run(ctx context.Context, out chan<- sources.Update)
+}
+
+// notifier is the service manager (internal/sdnotify.Notifier).
+type notifier interface {
+	Notify(ctx context.Context, states ...string) error
+	WatchdogInterval() time.Duration
+}
+
+var _ notifier = (*sdnotify.Notifier)(nil)
 
 // Deps are what tests may replace; zero values get the real thing.
 type Deps struct {
@@ -93,9 +83,10 @@ type Deps struct {
 	Notifier notifier
 }
 
-// New checks cfg and prepares an agent; it does no I/O beyond reading the
-// node's name and address.
-func New(cfg Config, deps Deps) (*Agent, error) {
+// New checks cfg and builds the agent's parts that need no container
+// runtime, in dependency order. It does no I/O beyond reading the node's
+// name, address and memory, and a --kubeconfig file.
+func New(cfg config.Config, deps Deps) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -109,67 +100,128 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		}
 		deps.Notifier = n
 	}
-	nodeName, err := cfg.nodeName()
+	nodeName, err := cfg.NodeName()
 	if err != nil {
 		return nil, err
 	}
-	ip, err := hostIP(cfg.NodeIP)
+	hostIP, err := machine.HostIP(cfg.NodeIP)
 	if err != nil {
 		return nil, err
 	}
-	node, err := newNodeMode(cfg, nodeName)
+	srcs, node, err := newSources(cfg, nodeName, hostIP, deps.Clock)
 	if err != nil {
 		return nil, err
 	}
 	m := metrics.New()
+	pods := podmanager.New()
+	merger := podconfig.New(configuredSources(cfg), podconfig.WithErrorCounter(func(source string) {
+		m.ManifestErrors.WithLabelValues(source).Inc()
+	}))
+	cache := pleg.NewCache()
+	runtime := new(atomic.Pointer[runtimeParts])
+	h := &health{clock: deps.Clock, runtimeEndpoint: cfg.RuntimeEndpoint, runtime: runtimeView{runtime}.plegOf}
+	firstSyncs := notify.NewFirstSyncs()
+	view := podview.New(podview.Config{Pods: pods, Statuses: runtimeView{runtime}, Runtime: cache})
 	return &Agent{
-		node:     node,
-		cfg:      cfg,
-		clock:    deps.Clock,
-		nodeName: nodeName,
-		hostIP:   ip,
-		metrics:  m,
-		pods:     newPodManager(),
-		merger: podconfig.New(configuredSources(cfg), podconfig.WithErrorCounter(func(source string) {
-			m.ManifestErrors.WithLabelValues(source).Inc()
-		})),
-		cache:          pleg.NewCache(),
-		memoryCapacity: machineMemory(),
-		notifier:       deps.Notifier,
-		firstSyncs:     newFirstSyncs(),
+		baseParts: baseParts{
+			cfg:            cfg,
+			clock:          deps.Clock,
+			nodeName:       nodeName,
+			hostIP:         hostIP,
+			memoryCapacity: machine.MemoryCapacity(),
+			metrics:        m,
+			pods:           pods,
+			merger:         merger,
+			cache:          cache,
+			cluster:        node,
+			health:         h,
+			firstSyncs:     firstSyncs,
+		},
+		sources: srcs,
+		endpoints: server.Config{
+			Address:        cfg.Address,
+			ReadOnlyPort:   cfg.ReadOnlyPort,
+			HealthzAddress: cfg.HealthzBindAddress,
+			HealthzPort:    cfg.HealthzPort,
+			Pods:           view,
+			Checks:         h.checks(),
+			ManifestErrors: merger,
+			Metrics:        m.Handler(),
+			Logs:           view,
+			Auth:           cfg.ServerAuth(),
+			Running:        view,
+			Stats:          runtimeView{runtime}.stats,
+			Clock:          deps.Clock,
+		},
+		notify: notify.New(notify.Config{
+			Notifier:        deps.Notifier,
+			Clock:           deps.Clock,
+			RuntimeEndpoint: cfg.RuntimeEndpoint,
+			Agent:           h,
+			Sources:         merger,
+			Pods:            pods,
+			FirstSyncs:      firstSyncs,
+		}),
+		runtime: runtime,
 	}, nil
 }
 
-// Run runs the agent until ctx is cancelled. It returns an error only for
-// what stops the agent from starting (a port in use); everything else is
-// retried. Pods keep running after Run returns.
+// newSources builds the configured pod sources and, with --kubeconfig,
+// node mode's parts, whose pod source is one of them.
+func newSources(cfg config.Config, nodeName, hostIP string, clk clock.WithTicker) ([]podSource, *cluster.Cluster, error) {
+	srcs := []podSource{file.New(file.Config{
+		Path:           cfg.PodManifestPath,
+		NodeName:       nodeName,
+		CheckFrequency: cfg.FileCheckFrequency,
+		Clock:          clk,
+	})}
+	if cfg.ManifestURL != "" {
+		urlSource, err := httpsource.New(httpsource.Config{
+			URL:            cfg.ManifestURL,
+			Header:         cfg.ManifestURLHeader,
+			CheckFrequency: cfg.HTTPCheckFrequency,
+			NodeName:       nodeName,
+			Clock:          clk,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		srcs = append(srcs, urlSource)
+	}
+	node, err := cluster.New(cluster.Config{NodeConfig: cfg.NodeConfig, NodeName: nodeName, HostIP: hostIP, RootDir: cfg.RootDir, Clock: clk})
+	if err != nil {
+		return nil, nil, err
+	}
+	if node != nil {
+		srcs = append(srcs, node)
+	}
+	return srcs, node, nil
+}
+
+// configuredSources are the sources the merge waits for before the agent
+// may delete anything.
+func configuredSources(cfg config.Config) []string {
+	out := []string{sources.File}
+	if cfg.ManifestURL != "" {
+		out = append(out, sources.HTTP)
+	}
+	if cfg.Kubeconfig != "" {
+		out = append(out, sources.API)
+	}
+	return out
+}
+
+// Run runs the agent until ctx is cancelled; call it once. It returns an
+// error only for what stops the agent from starting (a port in use, a
+// cgroup root it cannot make); everything else is retried. Pods keep
+// running after Run returns.
 func (a *Agent) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting minikubelet", "node", a.nodeName, "hostIP", a.hostIP, "manifests", a.cfg.PodManifestPath, "runtime", a.cfg.RuntimeEndpoint)
-
-	srv, err := server.Listen(server.Config{
-		Address:        a.cfg.Address,
-		ReadOnlyPort:   a.cfg.ReadOnlyPort,
-		HealthzAddress: a.cfg.HealthzBindAddress,
-		HealthzPort:    a.cfg.HealthzPort,
-		Pods:           a,
-		Checks: []server.Check{
-			{Name: "runtime", Check: a.runtimeHealthy},
-			{Name: "pleg", Check: a.plegHealthy},
-			{Name: "syncloop", Check: a.syncLoopHealthy},
-		},
-		ManifestErrors:  a.merger,
-		Metrics:         a.metrics.Handler(),
-		Logs:            a,
-		Auth:            a.cfg.serverAuth(),
-		Running:         a,
-		StatsSummary:    http.HandlerFunc(a.serveStatsSummary),
-		CadvisorMetrics: http.HandlerFunc(a.serveCadvisor),
-	})
+	srv, err := server.Listen(a.endpoints)
 	if err != nil {
 		return err
 	}
-
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
@@ -186,36 +238,15 @@ func (a *Agent) Run(ctx context.Context) error {
 			logger.Error(err, "HTTP server failed")
 		}
 	})
-	goRun(a.notifyLoop)
+	goRun(a.notify.Run)
 
 	// Sources start before the runtime is reached, so that manifest errors
 	// are reported even while the runtime is down; their updates wait in
 	// podUpdates and the merge until the syncLoop runs.
 	sourceUpdates := make(chan sources.Update, sourceUpdatesCap)
 	podUpdates := make(chan podconfig.PodUpdate, podUpdatesCap)
-	fileSource := file.New(file.Config{
-		Path:           a.cfg.PodManifestPath,
-		NodeName:       a.nodeName,
-		CheckFrequency: a.cfg.FileCheckFrequency,
-		Clock:          a.clock,
-	})
-	goRun(func(ctx context.Context) { fileSource.Run(ctx, sourceUpdates) })
-	if a.cfg.ManifestURL != "" {
-		urlSource, err := httpsource.New(httpsource.Config{
-			URL:            a.cfg.ManifestURL,
-			Header:         a.cfg.ManifestURLHeader,
-			CheckFrequency: a.cfg.HTTPCheckFrequency,
-			NodeName:       a.nodeName,
-			Clock:          a.clock,
-		})
-		if err != nil {
-			return err
-		}
-		goRun(func(ctx context.Context) { urlSource.Run(ctx, sourceUpdates) })
-	}
-	if a.node != nil {
-		goRun(func(ctx context.Context) { a.node.source.Run(ctx, sourceUpdates) })
-		goRun(a.node.objects.Run)
+	for _, src := range a.sources {
+		goRun(func(ctx context.Context) { src.Run(ctx, sourceUpdates) })
 	}
 	goRun(func(ctx context.Context) { a.merger.Run(ctx, sourceUpdates, podUpdates) })
 
@@ -226,210 +257,27 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	a.runtimeReady.Store(true)
-	defer func() {
-		closeCtx, cancel := cleanupContext()
-		defer cancel()
-		_ = clients.Runtime.Close(closeCtx)
-		_ = clients.Images.Close(closeCtx)
-	}()
-	// Before any pod is synced: see importImages.
-	a.importImages(ctx, clients)
-	imageGC, err := a.newImageGC(clients)
+	defer closeClients(ctx, clients)
+	parts, err := newRuntimeParts(ctx, &a.baseParts, clients)
 	if err != nil {
 		return err
 	}
-
-	cg, err := a.setupCgroups(ctx, clients.Runtime)
-	if err != nil {
-		return err
+	a.runtime.Store(parts)
+	defer parts.workers.Wait()
+	// Before any pod is synced: see ImportRootDir.
+	imageimport.ImportRootDir(ctx, imageimport.RootDirConfig{RootDir: a.cfg.RootDir, RuntimeEndpoint: a.cfg.RuntimeEndpoint, Images: clients.Images, Clock: a.clock})
+	for _, run := range parts.runners {
+		goRun(run)
 	}
-	// Pod volumes live under <root-dir>/pods; a standalone agent has no
-	// apiserver to serve configMaps, secrets or tokens.
-	volumesConfig := volumes.Config{RootDir: a.cfg.RootDir, NodeAllocatable: nodeAllocatable(a.cfg.RootDir), Clock: a.clock}
-	if a.node != nil {
-		volumesConfig.Objects = a.node.objects
-	}
-	podVolumes := volumes.New(volumesConfig)
-	// Probe results go to the syncLoop; probe workers learn of their
-	// containers from the statuses the status manager stores.
-	probeResults := make(chan prober.Result, probeResultsCap)
-	a.probes = prober.New(prober.Config{
-		Runtime: clients.Runtime,
-		Clock:   a.clock,
-		Results: probeResults,
-		HostIP:  a.hostIP,
-		Observe: func(t prober.Type, r probe.Result, d time.Duration) { a.metrics.ObserveProbe(string(t), r, d) },
-	})
-	statuses := &statusFanout{probes: a.probes.SetPodStatus}
-	statusManager := status.NewManager(status.Config{
-		Clock:       a.clock,
-		HostIP:      a.hostIP,
-		RuntimeName: clients.RuntimeName,
-		Probes:      a.probes,
-		OnStatus:    statuses.onStatus,
-	})
-	statuses.manager = statusManager
-	a.status.Store(statusManager)
-	syncerConfig := podworkers.SyncerConfig{
-		Runtime:        clients.Runtime,
-		Images:         clients.Images,
-		Cache:          a.cache,
-		Status:         statusManager,
-		Probes:         a.probes,
-		Clock:          a.clock,
-		NodeName:       a.nodeName,
-		HostIP:         a.hostIP,
-		RootDir:        a.cfg.RootDir,
-		PodLogsDir:     a.cfg.PodLogsDir,
-		Volumes:        podVolumes,
-		BackOffInitial: 10 * time.Second,
-		BackOffMax:     a.cfg.MaxContainerRestartPeriod,
-		BackOffReset:   10 * time.Minute,
-		// The kubelet's image pull back-off; credentials come from
-		// <root-dir>/config.json, read at each pull.
-		ImagePullBackOffInitial: 10 * time.Second,
-		ImagePullBackOffMax:     5 * time.Minute,
-		Cgroups:                 cg,
-		MemoryCapacity:          a.memoryCapacity,
-	}
-	if a.node != nil {
-		// configMapKeyRef, secretKeyRef, envFrom and imagePullSecrets.
-		syncerConfig.Objects = a.node.objects
-	}
-	syncer := podworkers.NewSyncer(syncerConfig)
-	a.workers = podworkers.New(podworkers.Config{
-		Syncer:         a.firstSyncs.wrap(syncer),
-		Cache:          a.cache,
-		Clock:          a.clock,
-		ResyncInterval: a.cfg.SyncFrequency,
-	})
-	defer a.workers.Wait()
-	a.podDirs = newPodDirCleaner(podDirCleanerConfig{Dirs: podVolumes, LogsDir: a.cfg.PodLogsDir, InUse: a.podsInUse, Clock: a.clock})
-	goRun(a.podDirs.run)
-	goRun(func(ctx context.Context) { a.cleanupCgroups(ctx, cg) })
-	lifecycle := a.newPLEG(clients)
-	a.pleg.Store(&plegHandle{lifecycle})
-	a.metrics.RegisterPLEG(lifecycle)
-	goRun(lifecycle.Run)
-	goRun(a.newLogRotation(clients.Runtime).Run)
-	a.nodeShutdown = a.startNodeShutdown(goRun, statusManager)
-	goRun(imageGC.Run)
-	if a.node != nil {
-		a.startNodeMode(goRun, clients, statuses)
-	}
-
-	a.syncLoop(ctx, podUpdates, lifecycle.Watch(), probeResults)
+	parts.loop.run(ctx, podUpdates)
 	logger.Info("Stopping minikubelet; pods keep running")
 	return nil
 }
 
-// lifecycleEvents is what the agent needs of a PLEG, relisting or evented.
-type lifecycleEvents interface {
-	Run(ctx context.Context)
-	Watch() <-chan *pleg.Event
-	Healthy() error
-	Mode() string
-	LastSeen() time.Time
-	Dropped() uint64
-}
-
-var (
-	_ lifecycleEvents = (*pleg.Generic)(nil)
-	_ lifecycleEvents = (*pleg.Evented)(nil)
-)
-
-// plegHandle lets the PLEG, an interface, sit in an atomic.Pointer.
-type plegHandle struct{ lifecycleEvents }
-
-// newPLEG builds the PLEG of the configured mode. In auto and evented mode
-// it is an Evented PLEG, which relists by itself where the runtime serves
-// no events (containerd 1.6) or its stream keeps failing.
-func (a *Agent) newPLEG(clients *cri.Clients) lifecycleEvents {
-	generic := pleg.NewGeneric(pleg.GenericConfig{
-		Runtime:       clients.Runtime,
-		Cache:         a.cache,
-		RelistPeriod:  a.cfg.PLEGRelistPeriod,
-		Clock:         a.clock,
-		ObserveRelist: func(d time.Duration) { a.metrics.PLEGRelistDuration.Observe(d.Seconds()) },
-	})
-	if a.cfg.plegMode() == PLEGModeRelist {
-		return generic
-	}
-	return pleg.NewEvented(pleg.EventedConfig{
-		Runtime:            clients.Runtime,
-		Cache:              a.cache,
-		Relister:           generic,
-		SafetyRelistPeriod: a.cfg.EventedPLEGRelistPeriod,
-		RelistPeriod:       a.cfg.PLEGRelistPeriod,
-		Clock:              a.clock,
-		OnConnectionError:  a.metrics.EventedPLEGConnectionErrors.Inc,
-	})
-}
-
-// configuredSources are the sources the merge waits for before the agent
-// may delete anything.
-func configuredSources(cfg Config) []string {
-	out := []string{sources.File}
-	if cfg.ManifestURL != "" {
-		out = append(out, sources.HTTP)
-	}
-	if cfg.Kubeconfig != "" {
-		out = append(out, sources.API)
-	}
-	return out
-}
-
-// PodsWithStatus returns the node's pods with their current status, for
-// /pods. The pods are copies the caller may keep.
-func (a *Agent) PodsWithStatus() []*v1.Pod {
-	pods := a.pods.list()
-	statuses := a.status.Load()
-	out := make([]*v1.Pod, 0, len(pods))
-	for _, p := range pods {
-		cp := p.DeepCopy()
-		if statuses != nil {
-			if st, ok := statuses.Get(p.UID); ok {
-				cp.Status = *st.DeepCopy()
-			}
-		}
-		if cp.Status.Phase == "" {
-			cp.Status.Phase = v1.PodPending
-		}
-		out = append(out, cp)
-	}
-	return out
-}
-
-func (a *Agent) runtimeHealthy() error {
-	if !a.runtimeReady.Load() {
-		return fmt.Errorf("container runtime at %s has not answered yet", a.cfg.RuntimeEndpoint)
-	}
-	return nil
-}
-
-func (a *Agent) plegHealthy() error {
-	p := a.pleg.Load()
-	if p == nil {
-		return errors.New("pleg not started")
-	}
-	return p.Healthy()
-}
-
-// syncLoopHealthy fails when the syncLoop has not turned for a while: it
-// turns at least every sync tick.
-func (a *Agent) syncLoopHealthy() error {
-	last := a.syncLoopTick.Load()
-	if last == 0 {
-		return errors.New("sync loop not started")
-	}
-	if age := a.clock.Since(time.Unix(0, last)); age > syncLoopStallThreshold {
-		return fmt.Errorf("sync loop last turned %v ago; threshold is %v", age.Round(time.Second), syncLoopStallThreshold)
-	}
-	return nil
-}
-
-// cleanupContext bounds work done after the agent's ctx was cancelled.
-func cleanupContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 5*time.Second)
+// closeClients closes the CRI connections once ctx was cancelled.
+func closeClients(ctx context.Context, clients *cri.Clients) {
+	closeCtx, cancel := cleanup.Context(ctx, cleanupTimeout)
+	defer cancel()
+	_ = clients.Runtime.Close(closeCtx)
+	_ = clients.Images.Close(closeCtx)
 }

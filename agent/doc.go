@@ -1,28 +1,29 @@
-// Package agent wires minikubelet's parts together and owns the syncLoop.
+// Package agent wires minikubelet's parts together and owns the syncLoop;
+// its sub-packages own everything else.
 //
-// Pod sources (agent/sources/...) feed the merge (agent/podconfig), whose
-// ADD / UPDATE / DELETE / REMOVE / RECONCILE operations reach the syncLoop
-// together with PLEG events and the periodic sync and housekeeping ticks.
-// The syncLoop only dispatches (DESIGN.md rule 1): it records the pods the
-// sources want and hands every piece of work to the pod's worker
-// (podworkers), which does all runtime calls. The status manager
-// (agent/status) and the HTTP endpoints (agent/server) report what the
-// workers saw.
+// New builds every part that needs no container runtime, once, in
+// dependency order: the pod sources (agent/sources/..., and node mode's
+// agent/cluster), the merge (agent/podconfig), the pods the sources want
+// (agent/podmanager), the PLEG cache, the HTTP endpoints' configuration
+// (agent/server, agent/podview), the health checks (health.go) and the
+// service manager's loop (agent/notify). Run starts them, connects to the
+// runtime, and then builds the parts that need it with one constructor,
+// newRuntimeParts (runtime.go): cgroups and stats, volumes, the prober,
+// the status manager, the pod workers, the PLEG, housekeeping
+// (agent/housekeeping), log rotation, image GC, graceful node shutdown
+// and node mode's reporters. It publishes them once, in one atomic
+// pointer that the HTTP endpoints and the health checks read, imports the
+// node's image archives (agent/imageimport), starts them and runs the
+// syncLoop. No field of Agent changes after New, and no part is handed
+// the Agent.
 //
-// Config comes from the kubelet's flags and, with --config, a
-// KubeletConfiguration file (config_file.go; flags win). Run tells a
-// service manager that speaks sd_notify how the start goes, sends READY=1
-// after the first full sync and pings its watchdog while the syncLoop
-// turns (notify.go).
+// The syncLoop (syncloop.go) is where the merge's ADD / UPDATE / DELETE /
+// REMOVE / RECONCILE operations, PLEG events, probe results, graceful
+// shutdown's requests and the sync and housekeeping ticks meet. It only
+// dispatches (DESIGN.md rule 1): it records the pods the sources want and
+// hands every piece of work to the pod's worker (podworkers), which does
+// all runtime calls.
 //
-// Images stay out of the syncLoop: before it starts, the archives of
-// <root-dir>/images are imported into the runtime (agent/imageimport), and
-// image garbage collection (agent/imagegc) runs beside it in a goroutine
-// of its own.
-//
-// Run(ctx) starts everything and returns when ctx is cancelled. Stopping the
-// agent leaves the pods running, as the kubelet does. With
-// --shutdown-grace-period, a shutdown of the node terminates them first:
-// the shutdown manager (agent/shutdown) hands its requests to the syncLoop
-// (nodeshutdown.go).
+// Run returns when ctx is cancelled. Stopping the agent leaves the pods
+// running, as the kubelet does.
 package agent

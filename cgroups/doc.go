@@ -1,7 +1,7 @@
-// Package cgroups owns what the agent knows about control groups: the QoS
-// class of a pod, the pod and QoS cgroups (created, limited, removed), the
-// OOM score adjustment of containers, and the cpu, memory, pids and block
-// I/O statistics read from cgroups. It drives the kernel through
+// Package cgroups owns what the agent knows about control groups: the pod
+// and QoS cgroups (created, limited, removed; a pod's QoS class comes from
+// internal/qos) and the cpu, memory, pids and block I/O statistics read
+// from cgroups. It drives the kernel through
 // github.com/containerd/cgroups/v3, on cgroup v1, hybrid (v1 controllers
 // with a v2 mount beside them, driven as v1) and v2 hosts.
 //

@@ -14,7 +14,7 @@ import (
 )
 
 // killPoll is how often KillPodProcesses looks whether the processes it
-// signalled are gone.
+// signalled are gone, by the Manager's clock.
 const killPoll = 20 * time.Millisecond
 
 // KillPodProcesses sends SIGKILL to every process in the cgroups of the
@@ -70,7 +70,7 @@ func (m *Manager) KillPodProcesses(ctx context.Context, uid types.UID) ([]int, e
 		select {
 		case <-ctx.Done():
 			return signalled, fmt.Errorf("kill the processes in the cgroups of pod %s: still busy: %v: %w", uid, busy, ctx.Err())
-		case <-time.After(killPoll):
+		case <-m.cfg.Clock.After(killPoll):
 		}
 	}
 }

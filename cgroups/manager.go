@@ -16,6 +16,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/internal/qos"
 )
 
 // DefaultMountRoot is where the cgroup hierarchies are mounted.
@@ -48,6 +51,9 @@ type Config struct {
 	// (v2 when /sys/fs/cgroup is cgroup2; v1 on legacy and hybrid hosts,
 	// whose controllers live in the v1 hierarchies).
 	Version int
+	// Clock paces KillPodProcesses' wait for the processes it killed; the
+	// real clock when nil.
+	Clock clock.Clock
 }
 
 // Manager creates, configures and removes the pods' cgroups and reads
@@ -87,6 +93,9 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	if cfg.Driver == "" {
 		cfg.Driver = DriverCgroupfs
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Driver != DriverCgroupfs && cfg.Driver != DriverSystemd {
 		return nil, fmt.Errorf("--cgroup-driver: %q is not one of cgroupfs, systemd", cfg.Driver)
@@ -173,7 +182,7 @@ func (m *Manager) PodCgroupParent(pod *v1.Pod) string {
 	if !m.cfg.PerQOS {
 		return m.root.path(m.cfg.Driver)
 	}
-	return podName(m.root, QOSClass(pod), pod.UID).path(m.cfg.Driver)
+	return podName(m.root, qos.Class(pod), pod.UID).path(m.cfg.Driver)
 }
 
 // ContainerCgroup is where containerd puts the cgroup of the container
@@ -219,7 +228,7 @@ func (m *Manager) EnsurePod(ctx context.Context, pod *v1.Pod) error {
 		return nil
 	}
 	res := PodResources(pod)
-	class := QOSClass(pod)
+	class := qos.Class(pod)
 	n := podName(m.root, class, pod.UID)
 	m.mu.Lock()
 	prev, known := m.applied[pod.UID]

@@ -182,16 +182,23 @@ func TestManagerWithoutPerQOS(t *testing.T) {
 	}
 }
 
-func TestManagerV2Files(t *testing.T) {
-	mountRoot := t.TempDir()
-	// cgroupfs makes the interface files of a new cgroup; a plain
-	// directory needs those the library opens without creating them.
+// fakeV2 is a cgroup v2 mount root made of plain directories. cgroupfs
+// makes the interface files of a new cgroup; a plain directory needs those
+// the library opens without creating them.
+func fakeV2(t *testing.T) (mountRoot string) {
+	t.Helper()
+	mountRoot = t.TempDir()
 	writeFiles(t, mountRoot, map[string]string{
 		"cgroup.controllers":                         "cpuset cpu io memory pids\n",
 		"kubepods/cgroup.subtree_control":            "",
 		"kubepods/burstable/cgroup.subtree_control":  "",
 		"kubepods/besteffort/cgroup.subtree_control": "",
 	})
+	return mountRoot
+}
+
+func TestManagerV2Files(t *testing.T) {
+	mountRoot := fakeV2(t)
 	ctx := context.Background()
 	m, err := New(ctx, Config{Root: "/", Driver: DriverCgroupfs, PerQOS: true, BlkioAccounting: true, MountRoot: mountRoot, SysRoot: t.TempDir(), Version: 2})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"github.com/containerd/errdefs"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 // realRoot returns a cgroup root of the test's own on the host's real
@@ -128,16 +131,10 @@ func TestManagerRealCgroups(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/cmdline"); len(cmdline) >= 5 && string(cmdline[:5]) == "sleep" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the shell did not exec sleep within 10s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	polltest.Until(t, 10*time.Second, "the shell to exec sleep", func() (bool, string) {
+		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/cmdline")
+		return len(cmdline) >= 5 && string(cmdline[:5]) == "sleep", fmt.Sprintf("cmdline %q (%v)", cmdline, err)
+	})
 	st, err := m.Stats(podPath)
 	if err != nil {
 		t.Fatal(err)

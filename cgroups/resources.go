@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/qos"
 )
 
 // The kubelet's constants for turning CPU quantities into cgroup values
@@ -91,7 +92,7 @@ func PodResources(pod *v1.Pod) ResourceConfig {
 	memLimitsDeclared := everyContainer(pod, v1.ResourceMemory)
 
 	cfg := ResourceConfig{CPUShares: MinShares, CPUQuota: -1, CPUPeriod: QuotaPeriod}
-	switch QOSClass(pod) {
+	switch qos.Class(pod) {
 	case v1.PodQOSGuaranteed:
 		cfg.CPUShares = MilliCPUToShares(cpuReq.MilliValue())
 		cfg.CPUQuota = quotaOrNone(MilliCPUToQuota(cpuLim.MilliValue(), QuotaPeriod))

@@ -9,21 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 func (c *Cache) waiterCount(uid types.UID) int {
 	c.mu.Lock()
@@ -194,7 +183,7 @@ func TestCacheGetNewerThanBlocks(t *testing.T) {
 			c := NewCache()
 			c.Set("uid", statusAt("uid", t0), nil, t0)
 			ch := getAsync(context.Background(), c, "uid", t0.Add(2*time.Second))
-			waitFor(t, "a waiter", func() bool { return c.waiterCount("uid") == 1 })
+			polltest.True(t, 5*time.Second, "a waiter", func() bool { return c.waiterCount("uid") == 1 })
 
 			// Not fresh enough: neither wakes it.
 			c.Set("uid", statusAt("uid", t0.Add(time.Second)), nil, t0.Add(time.Second))
@@ -228,7 +217,7 @@ func TestCacheGetNewerThanManyWaiters(t *testing.T) {
 	c := NewCache()
 	early := getAsync(context.Background(), c, "uid", t0)
 	late := getAsync(context.Background(), c, "uid", t0.Add(time.Minute))
-	waitFor(t, "two waiters", func() bool { return c.waiterCount("uid") == 2 })
+	polltest.True(t, 5*time.Second, "two waiters", func() bool { return c.waiterCount("uid") == 2 })
 
 	c.Set("uid", statusAt("uid", t0), nil, t0)
 	if r := receive(t, early); r.err != nil || !r.status.TimeStamp.Equal(t0) {
@@ -267,13 +256,13 @@ func TestCacheGetNewerThanCancel(t *testing.T) {
 			otherCtx, otherCancel := context.WithCancel(context.Background())
 			defer otherCancel()
 			other := getAsync(otherCtx, c, "uid", t0.Add(time.Hour))
-			waitFor(t, "first waiter", func() bool { return c.waiterCount("uid") == 1 })
+			polltest.True(t, 5*time.Second, "first waiter", func() bool { return c.waiterCount("uid") == 1 })
 
 			ctx, cancel := tt.ctx()
 			defer cancel()
 			ch := getAsync(ctx, c, "uid", t0)
 			if tt.cancel {
-				waitFor(t, "second waiter", func() bool { return c.waiterCount("uid") == 2 })
+				polltest.True(t, 5*time.Second, "second waiter", func() bool { return c.waiterCount("uid") == 2 })
 				cancel()
 			}
 			r := receive(t, ch)
@@ -349,7 +338,7 @@ func TestCacheForget(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := getAsync(ctx, c, "waited", t0.Add(time.Hour))
-	waitFor(t, "a waiter", func() bool { return c.waiterCount("waited") == 1 })
+	polltest.True(t, 5*time.Second, "a waiter", func() bool { return c.waiterCount("waited") == 1 })
 
 	var asked []types.UID
 	c.Forget(func(uid types.UID, _ *kubecontainer.PodStatus) bool {

@@ -27,8 +27,7 @@ const MaxEventedAge = 10 * time.Minute
 const DefaultSafetyRelistPeriod = time.Minute
 
 const (
-	// defaultRelistPeriod applies when neither EventedConfig nor the
-	// Relister's config sets one.
+	// defaultRelistPeriod applies when EventedConfig sets none.
 	defaultRelistPeriod = time.Second
 	// reconnectInitialDelay is the wait before the first reconnect; it
 	// doubles with each further failure up to reconnectMaxDelay.
@@ -63,27 +62,49 @@ type eventedRuntime interface {
 
 var _ eventedRuntime = internalapi.RuntimeService(nil)
 
+// relister is the relisting PLEG that Evented drives for its safety relist
+// and its fallback, and whose event channel and drop counter it shares.
+// Generic is one. Evented calls Relist from one goroutine at a time and
+// Emit from that same goroutine; Watch, Dropped and Healthy may be called
+// concurrently with both.
+type relister interface {
+	// Relist lists the runtime once, stores in the cache the status of
+	// every pod that changed and emits their events.
+	Relist(ctx context.Context) error
+	// Emit sends an event on the shared channel without blocking,
+	// dropping and counting it when the channel is full.
+	Emit(e *Event)
+	// Watch is the shared event channel; Dropped counts the events it
+	// dropped.
+	Watch() <-chan *Event
+	Dropped() uint64
+	// Healthy is the relisting PLEG's own health check.
+	Healthy() error
+}
+
+var _ relister = (*Generic)(nil)
+
 // EventedConfig configures Evented.
 type EventedConfig struct {
 	// Runtime is subscribed to with GetContainerEvents; its Lister methods
 	// read a pod's status when an event does not carry it.
 	Runtime eventedRuntime
-	// Cache receives the status each event carries. It must be the
-	// Relister's cache; nil means the Relister's.
+	// Cache receives the status each event carries; required. It must be
+	// the cache the Relister writes.
 	Cache *Cache
-	// Relister is the Generic PLEG that Evented drives for its safety-net
-	// relist and fallback; Evented shares its event channel (Watch) and drop
-	// counter. Only Evented may call its Relist: do not also Run it. When
-	// nil, Evented makes one from Runtime, Cache, RelistPeriod and Clock.
-	Relister *Generic
+	// Relister is the relisting PLEG (a Generic) that Evented drives for
+	// its safety-net relist and fallback; Evented shares its event channel
+	// (Watch) and drop counter. Only Evented may call its Relist: do not
+	// also Run it. When nil, Evented makes a Generic from Runtime, Cache,
+	// RelistPeriod and Clock.
+	Relister relister
 	// SafetyRelistPeriod: relist this often while the stream works
 	// (DefaultSafetyRelistPeriod when 0).
 	SafetyRelistPeriod time.Duration
 	// RelistPeriod: relist this often while the stream is not up (runtime
-	// without events, reconnecting, fallen back). When 0, the Relister's
-	// RelistPeriod, else 1s.
+	// without events, reconnecting, fallen back); 1s when 0.
 	RelistPeriod time.Duration
-	// Clock is the Relister's when nil, else the real clock.
+	// Clock is the real clock when nil; it should be the Relister's.
 	Clock clock.WithTicker
 	// OnConnectionError is called for every failed or broken stream
 	// (minikubelet_evented_pleg_connection_errors_total), on Run's goroutine;
@@ -128,17 +149,6 @@ type Evented struct {
 
 // NewEvented returns an evented PLEG; Run starts it.
 func NewEvented(cfg EventedConfig) *Evented {
-	if cfg.Relister != nil {
-		if cfg.Cache == nil {
-			cfg.Cache = cfg.Relister.cfg.Cache
-		}
-		if cfg.Clock == nil {
-			cfg.Clock = cfg.Relister.cfg.Clock
-		}
-		if cfg.RelistPeriod <= 0 {
-			cfg.RelistPeriod = cfg.Relister.cfg.RelistPeriod
-		}
-	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
@@ -409,7 +419,7 @@ func (l *eventedLoop) handle(ctx context.Context, resp *runtimeapi.ContainerEven
 		logger.V(5).Info("Container event is not newer than the cached status; ignored", "eventTime", ts)
 		return
 	}
-	e.cfg.Relister.send(&Event{ID: uid, Type: eventType(resp.GetContainerEventType()), Data: resp.GetContainerId(), Time: ts})
+	e.cfg.Relister.Emit(&Event{ID: uid, Type: eventType(resp.GetContainerEventType()), Data: resp.GetContainerId(), Time: ts})
 }
 
 func (e *Evented) markActive() {

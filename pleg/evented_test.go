@@ -21,6 +21,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 // fakeEventRuntime is a FakeRuntimeService with a scriptable
@@ -278,17 +279,10 @@ func (f *evFixture) state() evState {
 // settle waits until the loop reached want.
 func (f *evFixture) settle(t *testing.T, want evState) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	polltest.Until(t, 5*time.Second, fmt.Sprintf("state %+v", want), func() (bool, string) {
 		got := f.state()
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("at %v: state = %+v, want %+v", f.clock.Since(t0), got, want)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return got == want, fmt.Sprintf("at %v: %+v", f.clock.Since(t0), got)
+	})
 }
 
 // upState is the state once the first stream is up: the relist at start
@@ -430,7 +424,7 @@ func TestEventedUnimplemented(t *testing.T) {
 			f := runEvented(t, evOptions{script: []fakeAttempt{tt.attempt}})
 			const msg = "does not serve container events"
 			want := evState{relists: tt.relists, attempts: 1, waiters: 1, mode: ModeRelist}
-			waitFor(t, "the log line", func() bool { return f.logCount(msg) == 1 })
+			polltest.True(t, 5*time.Second, "the log line", func() bool { return f.logCount(msg) == 1 })
 			f.settle(t, want)
 
 			// Relists every RelistPeriod, and never subscribes again.
@@ -847,7 +841,7 @@ func TestEventedFallback(t *testing.T) {
 	f.stepTo(t, 2000*ms, s(3, 4))
 	f.stepTo(t, 3000*ms, s(4, 4))
 	f.stepTo(t, 3750*ms, s(4, 5)) // the 5th failure: fallen back
-	waitFor(t, "the fallback log line", func() bool { return f.logCount("failed repeatedly") == 1 })
+	polltest.True(t, 5*time.Second, "the fallback log line", func() bool { return f.logCount("failed repeatedly") == 1 })
 
 	// Fallen back: relist every second, try the stream again after a minute.
 	relists := 4
@@ -932,7 +926,7 @@ func TestEventedHealthy(t *testing.T) {
 			f.push(t, evEvent(evStarted, "sb-"+string(uid), t0.Add(5*time.Second).UnixNano(),
 				evSandbox("sb-"+string(uid), uid, runtimeapi.PodSandboxState_SANDBOX_READY, t0, "")))
 		}
-		waitFor(t, "a dropped event", func() bool { return f.e.Dropped() == 1 })
+		polltest.True(t, 5*time.Second, "a dropped event", func() bool { return f.e.Dropped() == 1 })
 		err := f.e.Healthy()
 		if err == nil || !strings.Contains(err.Error(), "saturated") {
 			t.Errorf("Healthy with a full channel = %v, want an error saying saturated", err)

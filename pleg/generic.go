@@ -175,7 +175,7 @@ func (g *Generic) Relist(ctx context.Context) error {
 		if objs == nil {
 			objs = &podObjects{} // the pod is gone from the runtime
 		}
-		status, err := kubecontainer.InspectPod(ctx, g.cfg.Runtime, uid, objs.sandboxes, objs.containers, prev, ts)
+		status, err := kubecontainer.InspectPod(ctx, g.cfg.Runtime, kubecontainer.Listed{UID: uid, Sandboxes: objs.sandboxes, Containers: objs.containers, At: ts}, prev)
 		if err != nil {
 			logger.V(2).Info("Reading pod status failed; will retry at next relist", "podUID", uid, "err", err)
 			g.reinspect[uid] = true
@@ -193,7 +193,7 @@ func (g *Generic) Relist(ctx context.Context) error {
 		g.cfg.Cache.Set(uid, status, nil, ts)
 		for _, e := range events {
 			e.Time = ts
-			g.send(e)
+			g.Emit(e)
 		}
 	}
 	g.records = current
@@ -205,7 +205,11 @@ func (g *Generic) Relist(ctx context.Context) error {
 	return nil
 }
 
-func (g *Generic) send(e *Event) {
+// Emit sends e on the event channel without blocking; when the channel is
+// full, e is dropped and counted (Dropped). Relist emits through it, and
+// so does a PLEG that shares the channel (Evented). Safe for concurrent
+// use.
+func (g *Generic) Emit(e *Event) {
 	select {
 	case g.events <- e:
 	default:

@@ -15,6 +15,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 const (
@@ -546,10 +547,10 @@ func TestRunRelistsEveryPeriod(t *testing.T) {
 		return n
 	}
 	for i := 1; i <= 3; i++ {
-		waitFor(t, fmt.Sprintf("relist %d", i), func() bool { return relists() == i && f.clock.HasWaiters() })
+		polltest.True(t, 5*time.Second, fmt.Sprintf("relist %d", i), func() bool { return relists() == i && f.clock.HasWaiters() })
 		f.clock.Step(time.Second)
 	}
-	waitFor(t, "relist 4", func() bool { return relists() == 4 })
+	polltest.True(t, 5*time.Second, "relist 4", func() bool { return relists() == 4 })
 	cancel()
 	select {
 	case <-done:

@@ -141,7 +141,8 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 	}
 	a.SandboxID = sb.Id
 
-	if done := initContainerActions(pod, status, sb.Id, &a, remaining, probes); !done {
+	p := &planner{pod: pod, status: status, remaining: remaining, probes: probes, a: &a}
+	if done := p.initContainers(sb.Id); !done {
 		if len(a.ContainersToStart) == 0 && a.RequeueAfter == 0 && !hasRunningContainer(status) {
 			a.KillPod = true // an init container failed for good
 		}
@@ -152,7 +153,7 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		inSpec[c.Name] = true
-		containerActions(pod, c, status.FindContainer(c.Name), false, &a, remaining, probes)
+		p.container(c, status.FindContainer(c.Name), false)
 	}
 	// Nothing of the regular containers runs or will start again
 	// (restartPolicy Never, or OnFailure with every container succeeded):
@@ -165,7 +166,7 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 		if c := &pod.Spec.InitContainers[i]; kubecontainer.IsSidecar(c) {
 			inSpec[c.Name] = true
 			if !finished {
-				containerActions(pod, c, status.FindContainer(c.Name), true, &a, remaining, probes)
+				p.container(c, status.FindContainer(c.Name), true)
 			}
 		}
 	}
@@ -197,12 +198,25 @@ func hasRunningContainer(status *kubecontainer.PodStatus) bool {
 	return false
 }
 
-// containerActions decides what to do with one container of a ready
-// sandbox given its newest status cs (nil if it never ran): start it, kill
-// and restart it on a spec change, replace one that never started, or
-// restart one that exited per the restart policy (always, for a sidecar),
-// after its back-off.
-func containerActions(pod *v1.Pod, c *v1.Container, cs *kubecontainer.ContainerStatus, alwaysRestart bool, a *podActions, remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration, probes probeResults) {
+// planner decides the container actions of one sync in a ready sandbox:
+// of pod, given its runtime status, the restart back-off left for an
+// exited container (remaining) and the probes' verdicts. It adds what it
+// decides to a.
+type planner struct {
+	pod       *v1.Pod
+	status    *kubecontainer.PodStatus
+	remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration
+	probes    probeResults
+	a         *podActions
+}
+
+// container decides what to do with one container of a ready sandbox
+// given its newest status cs (nil if it never ran): start it, kill and
+// restart it on a spec change, replace one that never started, or restart
+// one that exited per the restart policy (always, for a sidecar), after
+// its back-off.
+func (p *planner) container(c *v1.Container, cs *kubecontainer.ContainerStatus, alwaysRestart bool) {
+	pod, a := p.pod, p.a
 	switch {
 	case cs == nil:
 		a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c})
@@ -213,7 +227,7 @@ func containerActions(pod *v1.Pod, c *v1.Container, cs *kubecontainer.ContainerS
 			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
 			return
 		}
-		if probe, failed := probes.Unhealthy(cs.ID); failed {
+		if probe, failed := p.probes.Unhealthy(cs.ID); failed {
 			// As the kubelet: killed and, unless the policy is Never,
 			// started again in the same sync whatever its exit code (an
 			// app that exits 0 on SIGTERM is restarted under OnFailure).
@@ -234,7 +248,7 @@ func containerActions(pod *v1.Pod, c *v1.Container, cs *kubecontainer.ContainerS
 		a.ContainersToReplace = append(a.ContainersToReplace, cs.ID)
 		a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
 	case alwaysRestart || shouldRestart(pod, cs):
-		if wait := remaining(c, cs); wait > 0 {
+		if wait := p.remaining(c, cs); wait > 0 {
 			a.Waiting[c.Name] = kubecontainer.Waiting{
 				Reason:  "CrashLoopBackOff",
 				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", wait.Round(time.Second), c.Name, pod.Name, pod.Namespace, pod.UID),
@@ -248,12 +262,13 @@ func containerActions(pod *v1.Pod, c *v1.Container, cs *kubecontainer.ContainerS
 	}
 }
 
-// initContainerActions starts the pod's init containers one after another,
-// each to success, in the current sandbox; a failed one is restarted per
-// the pod's restart policy (never under Never: the pod has failed). It
-// reports whether every init container has succeeded, so that the regular
+// initContainers starts the pod's init containers one after another, each
+// to success, in the sandbox sandboxID; a failed one is restarted per the
+// pod's restart policy (never under Never: the pod has failed). It reports
+// whether every init container has succeeded, so that the regular
 // containers may run.
-func initContainerActions(pod *v1.Pod, status *kubecontainer.PodStatus, sandboxID string, a *podActions, remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration, probes probeResults) bool {
+func (p *planner) initContainers(sandboxID string) bool {
+	pod, status, a := p.pod, p.status, p.a
 	if regularStarted(pod, status, sandboxID) {
 		return true // initialization is over in this sandbox
 	}
@@ -263,16 +278,16 @@ func initContainerActions(pod *v1.Pod, status *kubecontainer.PodStatus, sandboxI
 		if kubecontainer.IsSidecar(c) {
 			// A sidecar lets the next init container start once it runs.
 			switch {
-			case cs != nil && cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING && probes.Started(c, cs.ID):
+			case cs != nil && cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING && p.probes.Started(c, cs.ID):
 				continue
 			case cs != nil && cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
 				// Running, not yet started (its startup probe): the next
 				// init container waits; a failed probe kills it.
-				containerActions(pod, c, cs, true, a, remaining, probes)
+				p.container(c, cs, true)
 			case cs == nil:
 				a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: nextRestartCount(status.FindContainer(c.Name))})
 			default:
-				containerActions(pod, c, cs, true, a, remaining, probes)
+				p.container(c, cs, true)
 			}
 			setInitializing(pod, a)
 			return false
@@ -287,7 +302,7 @@ func initContainerActions(pod *v1.Pod, status *kubecontainer.PodStatus, sandboxI
 		case pod.Spec.RestartPolicy == v1.RestartPolicyNever && cs.State == runtimeapi.ContainerState_CONTAINER_EXITED:
 			// failed for good: the pod has failed
 		default:
-			if wait := remaining(c, cs); wait > 0 {
+			if wait := p.remaining(c, cs); wait > 0 {
 				a.Waiting[c.Name] = kubecontainer.Waiting{
 					Reason:  "CrashLoopBackOff",
 					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", wait.Round(time.Second), c.Name, pod.Name, pod.Namespace, pod.UID),

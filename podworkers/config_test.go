@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/downward"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
 
@@ -36,7 +38,7 @@ func TestContainerConfig(t *testing.T) {
 		c.TerminationMessagePolicy = v1.TerminationMessageReadFile
 	})
 	c := &pod.Spec.Containers[0]
-	cfg, err := containerConfig(pod, c, containerOpts{RestartCount: 3, ImageRef: "sha256:ref", Env: podEnv{NodeName: "node1"}})
+	cfg, err := containerConfig(pod, c, containerOpts{RestartCount: 3, ImageRef: "sha256:ref", Env: podEnv{Downward: downward.Resolver{NodeName: "node1"}}})
 	if err != nil {
 		t.Fatalf("containerConfig: %v", err)
 	}
@@ -145,7 +147,7 @@ func TestMakeEnv(t *testing.T) {
 	fieldRef := func(path string) *v1.EnvVarSource {
 		return &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: path}}
 	}
-	penv := podEnv{NodeName: "node1", HostIP: "192.0.2.1", PodIPs: []string{"10.1.2.3", "fd00::3"}}
+	penv := podEnv{Downward: downward.Resolver{NodeName: "node1", HostIP: "192.0.2.1"}, PodIPs: []string{"10.1.2.3", "fd00::3"}}
 	tests := []struct {
 		name    string
 		pod     *v1.Pod
@@ -196,7 +198,7 @@ func TestMakeEnv(t *testing.T) {
 		},
 		{
 			name: "no pod IP yet",
-			penv: podEnv{NodeName: "node1"},
+			penv: podEnv{Downward: downward.Resolver{NodeName: "node1"}},
 			env:  []v1.EnvVar{{Name: "POD_IP", ValueFrom: fieldRef("status.podIP")}},
 			want: []string{"POD_IP="},
 		},
@@ -220,7 +222,7 @@ func TestMakeEnv(t *testing.T) {
 				p = pod
 			}
 			pe := tt.penv
-			if pe.NodeName == "" {
+			if pe.Downward.NodeName == "" {
 				pe = penv
 			}
 			c := p.Spec.Containers[0].DeepCopy()
@@ -246,13 +248,54 @@ func TestMakeEnv(t *testing.T) {
 	}
 }
 
+// An env resourceFieldRef, which validation accepts, is resolved (it was
+// once refused at runtime with CreateContainerConfigError): without a
+// containerName it reads the container's own resources, with one another
+// container's; a limit that is not set reads as the node's allocatable.
+func TestMakeEnvResourceFieldRef(t *testing.T) {
+	pod := newPod("web", []string{"app", "other"}, func(p *v1.Pod) {
+		p.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("64Mi")}
+		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}
+	})
+	ref := func(container, res, divisor string) *v1.EnvVarSource {
+		return &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: container, Resource: res, Divisor: resource.MustParse(divisor)}}
+	}
+	penv := podEnv{Downward: downward.Resolver{Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi")}}}
+	app, other := &pod.Spec.Containers[0], &pod.Spec.Containers[1]
+	app.Env = []v1.EnvVar{
+		{Name: "CPU", ValueFrom: ref("", "limits.cpu", "1")},
+		{Name: "CPU_M", ValueFrom: ref("", "requests.cpu", "1m")},
+		{Name: "MEM_MI", ValueFrom: ref("", "limits.memory", "1Mi")},
+		{Name: "OTHER_MEM_GI", ValueFrom: ref("other", "limits.memory", "1Gi")},
+	}
+	other.Env = []v1.EnvVar{
+		{Name: "CPU", ValueFrom: ref("", "limits.cpu", "1m")},
+		{Name: "APP_CPU_M", ValueFrom: ref("app", "limits.cpu", "1m")},
+	}
+	for _, tt := range []struct {
+		c    *v1.Container
+		want []string
+	}{
+		{app, []string{"CPU=1", "CPU_M=100", "MEM_MI=64", "OTHER_MEM_GI=8"}},
+		{other, []string{"CPU=4000", "APP_CPU_M=250"}},
+	} {
+		got, err := makeEnv(pod, tt.c, penv)
+		if err != nil {
+			t.Fatalf("makeEnv(%s): %v", tt.c.Name, err)
+		}
+		if g := envMap(got); !reflect.DeepEqual(g, tt.want) {
+			t.Errorf("env of %s = %v\nwant %v", tt.c.Name, g, tt.want)
+		}
+	}
+}
+
 // status.hostIPs is one of the fieldRefs the API accepts for env (the
 // kubelet resolves it to the node's IPs, comma separated).
 func TestMakeEnvHostIPs(t *testing.T) {
 	pod := newPod("web", []string{"app"})
 	c := &pod.Spec.Containers[0]
 	c.Env = []v1.EnvVar{{Name: "HOST_IPS", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.hostIPs"}}}}
-	got, err := makeEnv(pod, c, podEnv{HostIP: "192.0.2.1"})
+	got, err := makeEnv(pod, c, podEnv{Downward: downward.Resolver{HostIP: "192.0.2.1"}})
 	if err != nil {
 		t.Fatalf("makeEnv: %v (a valid pod would fail with CreateContainerConfigError)", err)
 	}

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/downward"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
 
@@ -18,11 +19,11 @@ type configError struct{ msg string }
 
 func (e *configError) Error() string { return e.msg }
 
-// podEnv is what a container's env may refer to through fieldRef, and
-// the configMaps and secrets of its valueFrom and envFrom.
+// podEnv is what a container's env may refer to: the downward API
+// (fieldRef and resourceFieldRef, with the pod's sandbox IPs), and the
+// configMaps and secrets of its valueFrom and envFrom.
 type podEnv struct {
-	NodeName string
-	HostIP   string
+	Downward downward.Resolver
 	PodIPs   []string
 	Objects  envObjects
 }
@@ -135,7 +136,7 @@ func makeEnv(pod *v1.Pod, c *v1.Container, penv podEnv) ([]*runtimeapi.KeyValue,
 			}
 			value = v
 		case e.ValueFrom != nil:
-			v, err := fieldValue(pod, e.ValueFrom, penv)
+			v, err := penv.Downward.Env(pod, c, e.ValueFrom, penv.PodIPs)
 			if err != nil {
 				return nil, &configError{msg: fmt.Sprintf("container %q: env[%d] (%s): %v", c.Name, i, e.Name, err)}
 			}
@@ -155,47 +156,6 @@ func makeEnv(pod *v1.Pod, c *v1.Container, penv podEnv) ([]*runtimeapi.KeyValue,
 		vars[e.Name] = value
 	}
 	return out, nil
-}
-
-func fieldValue(pod *v1.Pod, src *v1.EnvVarSource, penv podEnv) (string, error) {
-	if src.FieldRef == nil {
-		return "", fmt.Errorf("only valueFrom.fieldRef is supported for this pod's source")
-	}
-	switch path := src.FieldRef.FieldPath; path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		return penv.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP", "status.hostIPs":
-		return penv.HostIP, nil
-	case "status.podIP":
-		if pod.Spec.HostNetwork {
-			return penv.HostIP, nil
-		}
-		if len(penv.PodIPs) > 0 {
-			return penv.PodIPs[0], nil
-		}
-		return "", nil
-	case "status.podIPs":
-		if pod.Spec.HostNetwork {
-			return penv.HostIP, nil
-		}
-		return strings.Join(penv.PodIPs, ","), nil
-	default:
-		if key, ok := strings.CutPrefix(path, "metadata.labels['"); ok {
-			return pod.Labels[strings.TrimSuffix(key, "']")], nil
-		}
-		if key, ok := strings.CutPrefix(path, "metadata.annotations['"); ok {
-			return pod.Annotations[strings.TrimSuffix(key, "']")], nil
-		}
-		return "", fmt.Errorf("fieldRef %q is not supported", path)
-	}
 }
 
 func expandAll(in []string, vars map[string]string) []string {

@@ -26,12 +26,18 @@
 // to date) at every sync, is its sandbox's cgroup parent, and is removed
 // once the pod is terminated; a pod is not forgotten while it stays.
 //
-// The Syncer holds the pod sync itself: which sandbox and containers to
-// create, start or kill (actions.go: init containers, sidecars, restart
-// policy and crash-loop back-off), the conversions from a v1 Pod to CRI
+// The Syncer holds the pod sync itself, one file per verb: the sync of a
+// running pod (pod_sync.go), running its sandbox (sandbox_run.go),
+// starting, killing and removing containers (container_start.go,
+// container_kill.go, container_remove.go), terminating the pod
+// (pod_terminate.go) and removing it from the runtime and the node
+// (pod_remove.go). Which sandbox and containers to create, start or kill
+// is decided apart from doing it (actions.go: init containers, sidecars,
+// restart policy and crash-loop back-off); beside them are the conversions
+// from a v1 Pod to CRI
 // configs (sandbox_config.go, container_config.go, resources.go,
-// security.go), images with pull back-off and node credentials
-// (images.go), lifecycle hooks (hooks.go), termination messages
+// security.go; env through internal/downward), images with pull back-off
+// and node credentials (images.go, image_prefetch.go), lifecycle hooks (hooks.go), termination messages
 // (termination_message.go) and volumes (volumes.go: set up through the
 // volumes package at every sync before anything else; a volume that fails
 // holds the pod's containers in ContainerCreating with a message naming

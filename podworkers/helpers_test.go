@@ -1,7 +1,6 @@
 package podworkers
 
 import (
-	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -102,16 +101,4 @@ func podStatus(pod *v1.Pod, sandboxes []*runtimeapi.PodSandboxStatus, containers
 		st.IPs = kubecontainer.SandboxIPs(sandboxes[0])
 	}
 	return st
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

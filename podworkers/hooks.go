@@ -36,21 +36,29 @@ func newHookRunner(exec execer, c clock.Clock, hostIP string) *hookRunner {
 	}
 }
 
-// run runs handler for container c (running as containerID) of pod, and
-// gives up after timeout. podIPs are the pod's addresses (empty for a
-// host-network pod).
-func (h *hookRunner) run(ctx context.Context, pod *v1.Pod, c *v1.Container, containerID string, handler *v1.LifecycleHandler, podIPs []string, timeout time.Duration) error {
+// hookTarget is the container a lifecycle handler runs for: container
+// of pod, running as containerID. podIPs are the pod's addresses (empty
+// for a host-network pod).
+type hookTarget struct {
+	pod         *v1.Pod
+	container   *v1.Container
+	containerID string
+	podIPs      []string
+}
+
+// run runs handler for t, and gives up after timeout.
+func (h *hookRunner) run(ctx context.Context, t hookTarget, handler *v1.LifecycleHandler, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	switch {
 	case handler.Exec != nil:
-		stdout, stderr, err := h.exec.ExecSync(ctx, containerID, handler.Exec.Command, timeout)
+		stdout, stderr, err := h.exec.ExecSync(ctx, t.containerID, handler.Exec.Command, timeout)
 		if err != nil {
 			return fmt.Errorf("exec %q: %w (output: %s)", handler.Exec.Command, err, probe.Clip(append(stdout, stderr...)))
 		}
 		return nil
 	case handler.HTTPGet != nil:
-		return h.httpGet(ctx, pod, c, handler.HTTPGet, podIPs)
+		return h.httpGet(ctx, t, handler.HTTPGet)
 	case handler.Sleep != nil:
 		select {
 		case <-h.clock.After(time.Duration(handler.Sleep.Seconds) * time.Second):
@@ -65,12 +73,12 @@ func (h *hookRunner) run(ctx context.Context, pod *v1.Pod, c *v1.Container, cont
 	}
 }
 
-func (h *hookRunner) httpGet(ctx context.Context, pod *v1.Pod, c *v1.Container, get *v1.HTTPGetAction, podIPs []string) error {
+func (h *hookRunner) httpGet(ctx context.Context, t hookTarget, get *v1.HTTPGetAction) error {
 	host := h.hostIP
-	if !pod.Spec.HostNetwork && len(podIPs) > 0 {
-		host = podIPs[0]
+	if !t.pod.Spec.HostNetwork && len(t.podIPs) > 0 {
+		host = t.podIPs[0]
 	}
-	port, err := probe.ResolvePort(get.Port, c)
+	port, err := probe.ResolvePort(get.Port, t.container)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 type fakeExec struct {
@@ -73,7 +75,7 @@ func TestHookRunner(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeExec{err: tt.execErr}
 			h := newHookRunner(f, testingclock.NewFakeClock(t0), host)
-			err := h.run(context.Background(), pod, c, "cid", &tt.handler, tt.podIPs, 5*time.Second)
+			err := h.run(context.Background(), hookTarget{pod: pod, container: c, containerID: "cid", podIPs: tt.podIPs}, &tt.handler, 5*time.Second)
 			if tt.wantErr == "" && err != nil {
 				t.Fatalf("run: %v", err)
 			}
@@ -92,18 +94,16 @@ func TestHookSleepFollowsTheClockAndTheTimeout(t *testing.T) {
 	h := newHookRunner(&fakeExec{}, clk, "127.0.0.1")
 	done := make(chan error, 1)
 	go func() {
-		done <- h.run(context.Background(), &v1.Pod{}, &v1.Container{}, "cid", &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 5}}, nil, time.Minute)
+		done <- h.run(context.Background(), hookTarget{pod: &v1.Pod{}, container: &v1.Container{}, containerID: "cid"}, &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 5}}, time.Minute)
 	}()
-	for !clk.HasWaiters() {
-		time.Sleep(time.Millisecond)
-	}
+	polltest.True(t, 5*time.Second, "the sleep hook to wait on the clock", clk.HasWaiters)
 	clk.Step(5 * time.Second)
 	if err := <-done; err != nil {
 		t.Fatalf("sleep: %v", err)
 	}
 
 	// A sleep longer than the time it may take is cut off.
-	err := h.run(context.Background(), &v1.Pod{}, &v1.Container{}, "cid", &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 60}}, nil, 10*time.Millisecond)
+	err := h.run(context.Background(), hookTarget{pod: &v1.Pod{}, container: &v1.Container{}, containerID: "cid"}, &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 60}}, 10*time.Millisecond)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("sleep past its timeout = %v, want a deadline error", err)
 	}

@@ -18,7 +18,7 @@ import (
 // over a 100ms period, the memory limit, and hugepage limits.
 //
 // oomScoreAdj is the kubelet's, from the pod's QoS class
-// (cgroups.OOMScoreAdj); on hosts without CAP_SYS_RESOURCE containerd's
+// (qos.OOMScoreAdj); on hosts without CAP_SYS_RESOURCE containerd's
 // restrict_oom_score_adj raises a value below its own to its own.
 func linuxResources(c *v1.Container, oomScoreAdj int64) *runtimeapi.LinuxContainerResources {
 	cpuLimit := c.Resources.Limits.Cpu().MilliValue()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/pleg"
 )
 
@@ -816,13 +817,13 @@ func TestWorkersWithSyncer(t *testing.T) {
 	}()
 	pod := webPod()
 	w.UpdatePod(ctx, UpdatePodOptions{Type: Create, Pod: pod})
-	waitFor(t, "both containers to run", func() bool {
+	polltest.True(t, 5*time.Second, "both containers to run", func() bool {
 		st, _ := f.cache.Get(pod.UID)
 		return slices.Equal(runningNames(st), []string{"app", "side"})
 	})
 	f.clock.Step(time.Second)
 	w.UpdatePod(ctx, UpdatePodOptions{Type: Kill, Pod: pod, GracePeriod: int64p(2)})
-	waitFor(t, "the worker to end", func() bool { return len(w.Known()) == 0 })
+	polltest.True(t, 5*time.Second, "the worker to end", func() bool { return len(w.Known()) == 0 })
 	if ids := f.containerIDs(); len(ids) != 0 {
 		t.Errorf("containers left: %v", ids)
 	}

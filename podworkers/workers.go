@@ -322,7 +322,7 @@ func (w *Workers) podLoop(ctx context.Context, uid types.UID, st *podState) {
 		if !res.StatusTime.IsZero() && res.StatusTime.After(lastSync) {
 			lastSync = res.StatusTime
 		}
-		if done := w.afterSync(uid, st, ph, res, err, logger); done {
+		if done := w.afterSync(uid, st, syncOutcome{phase: ph, result: res, err: err}, logger); done {
 			return
 		}
 	}
@@ -343,9 +343,17 @@ func (w *Workers) syncOnce(ctx context.Context, pod *v1.Pod, ph phase, grace int
 	}
 }
 
-// afterSync records the outcome of a sync of phase ph and decides what comes
-// next. It reports true when the worker is done and its goroutine must end.
-func (w *Workers) afterSync(uid types.UID, st *podState, ph phase, res SyncResult, err error, logger klog.Logger) bool {
+// syncOutcome is what one sync of a phase came to.
+type syncOutcome struct {
+	phase  phase
+	result SyncResult
+	err    error
+}
+
+// afterSync records the outcome of a sync and decides what comes next. It
+// reports true when the worker is done and its goroutine must end.
+func (w *Workers) afterSync(uid types.UID, st *podState, out syncOutcome, logger klog.Logger) bool {
+	ph, res, err := out.phase, out.result, out.err
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st.cancel = nil

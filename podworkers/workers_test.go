@@ -16,6 +16,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/pleg"
 )
 
@@ -121,7 +122,7 @@ func (f *fakeSyncer) kinds() []string {
 
 func (f *fakeSyncer) waitCalls(t *testing.T, n int) []syncCall {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d sync calls", n), func() bool {
+	polltest.True(t, 5*time.Second, fmt.Sprintf("%d sync calls", n), func() bool {
 		calls, _ := f.snapshot()
 		return len(calls) >= n
 	})
@@ -131,7 +132,7 @@ func (f *fakeSyncer) waitCalls(t *testing.T, n int) []syncCall {
 
 func (f *fakeSyncer) waitDone(t *testing.T, n int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d finished sync calls", n), func() bool {
+	polltest.True(t, 5*time.Second, fmt.Sprintf("%d finished sync calls", n), func() bool {
 		_, done := f.snapshot()
 		return done >= n
 	})
@@ -243,7 +244,7 @@ func (f *workersFixture) pendingWake(uid types.UID) int {
 
 func (f *workersFixture) waitGone(t *testing.T, uid types.UID) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("the worker of %s to end", uid), func() bool {
+	polltest.True(t, 5*time.Second, fmt.Sprintf("the worker of %s to end", uid), func() bool {
 		return !slices.Contains(f.w.Known(), uid)
 	})
 }
@@ -363,7 +364,7 @@ func TestWorkersManyPodsNeverOverlap(t *testing.T) {
 	}
 	wg.Wait()
 	// Every pod gets synced at least once; none is synced twice at once.
-	waitFor(t, "every pod synced", func() bool {
+	polltest.True(t, 5*time.Second, "every pod synced", func() bool {
 		calls, _ := f.syncer.snapshot()
 		seen := map[types.UID]bool{}
 		for _, c := range calls {
@@ -596,7 +597,7 @@ func TestWorkersUpdateWhileTerminatingDoesNotRestart(t *testing.T) {
 	g.open(2)
 	f.syncer.waitCalls(t, 3)
 	f.syncer.waitDone(t, 3)
-	waitFor(t, "the worker to settle", func() bool {
+	polltest.True(t, 5*time.Second, "the worker to settle", func() bool {
 		// Either it is gone, or it synced the pod once more.
 		calls, done := f.syncer.snapshot()
 		return !slices.Contains(f.w.Known(), pod.UID) || (len(calls) == 4 && done == 4)
@@ -618,7 +619,7 @@ func TestWorkersRetryAfterError(t *testing.T) {
 	pod := newPod("web", []string{"app"})
 	scheduled := func() {
 		t.Helper()
-		waitFor(t, "a retry to be scheduled", func() bool {
+		polltest.True(t, 5*time.Second, "a retry to be scheduled", func() bool {
 			st, _ := f.state(pod.UID)
 			return !st.nextSync.IsZero()
 		})
@@ -651,7 +652,7 @@ func TestWorkersRetryAfterError(t *testing.T) {
 	scheduled()
 	notYet(499*time.Millisecond, 2)
 	due(time.Millisecond, 3) // the second waits 500ms
-	waitFor(t, "the failure count to reset", func() bool {
+	polltest.True(t, 5*time.Second, "the failure count to reset", func() bool {
 		st, _ := f.state(pod.UID)
 		return st.failures == 0
 	})
@@ -700,7 +701,7 @@ func TestWorkersRequeue(t *testing.T) {
 			pod := newPod("web", []string{"app"})
 			f.update(Create, pod)
 			f.syncer.waitDone(t, 1)
-			waitFor(t, "the next sync to be scheduled", func() bool {
+			polltest.True(t, 5*time.Second, "the next sync to be scheduled", func() bool {
 				st, _ := f.state(pod.UID)
 				return !st.nextSync.IsZero()
 			})
@@ -762,7 +763,7 @@ func TestWorkersMinCacheTime(t *testing.T) {
 	pod := newPod("web", []string{"app"})
 	t1 := t0.Add(time.Second)
 	f.w.UpdatePod(f.ctx, UpdatePodOptions{Type: Create, Pod: pod, MinCacheTime: t1})
-	waitFor(t, "the worker to wait on the cache", func() bool { return len(rc.asked()) == 1 })
+	polltest.True(t, 5*time.Second, "the worker to wait on the cache", func() bool { return len(rc.asked()) == 1 })
 	if got := rc.asked()[0]; !got.Equal(t1) {
 		t.Errorf("worker asked for an entry at least as new as %v, want %v", got, t1)
 	}
@@ -783,7 +784,7 @@ func TestWorkersMinCacheTime(t *testing.T) {
 	// The next sync waits for an entry at least as new as the status the
 	// last one saw, even without a MinCacheTime of its own.
 	f.w.UpdatePod(f.ctx, UpdatePodOptions{Type: Sync, UID: pod.UID})
-	waitFor(t, "the second cache wait", func() bool { return len(rc.asked()) == 2 })
+	polltest.True(t, 5*time.Second, "the second cache wait", func() bool { return len(rc.asked()) == 2 })
 	if got := rc.asked()[1]; !got.Equal(t2) {
 		t.Errorf("second sync asked for %v, want the first sync's StatusTime %v", got, t2)
 	}

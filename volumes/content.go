@@ -56,21 +56,39 @@ func (p *configMapPlugin) setUp(ctx context.Context, req setUpRequest) (volume, 
 	if p.cfg.Objects == nil {
 		return volume{}, errNoAPIServer("configMap volumes")
 	}
-	payload, err := configMapPayload(ctx, p.cfg.Objects, req.pod.Namespace, src.Name, src.Items, modeOr(src.DefaultMode, defaultContentMode), ptr.Deref(src.Optional, false))
+	payload, err := configMapPayload(ctx, p.cfg.Objects, keysSource{
+		namespace:   req.pod.Namespace,
+		name:        src.Name,
+		items:       src.Items,
+		defaultMode: modeOr(src.DefaultMode, defaultContentMode),
+		optional:    ptr.Deref(src.Optional, false),
+	})
 	if err != nil {
 		return volume{}, err
 	}
 	return p.w.publish(ctx, req, false, payload)
 }
 
-// configMapPayload reads namespace/name and computes its files: every key,
-// or only items (key to path, with their modes). An optional configMap
-// that does not exist gives no files; a missing key of an optional one is
-// skipped.
-func configMapPayload(ctx context.Context, objects objectSource, namespace, name string, items []v1.KeyToPath, defaultMode fs.FileMode, optional bool) (map[string]fileProjection, error) {
+// keysSource is a configMap or a secret whose keys a volume or a
+// projection makes files of: which object, which keys (every key when
+// items is empty) at which paths and with which modes, and whether the
+// object may be missing.
+type keysSource struct {
+	namespace, name string
+	items           []v1.KeyToPath
+	defaultMode     fs.FileMode
+	optional        bool
+}
+
+// configMapPayload reads the configMap src names and computes its files:
+// every key, or only src.items (key to path, with their modes). An
+// optional configMap that does not exist gives no files; a missing key of
+// an optional one is skipped.
+func configMapPayload(ctx context.Context, objects objectSource, src keysSource) (map[string]fileProjection, error) {
+	namespace, name := src.namespace, src.name
 	cm, err := objects.GetConfigMap(ctx, namespace, name)
 	if err != nil {
-		if apierrors.IsNotFound(err) && optional {
+		if apierrors.IsNotFound(err) && src.optional {
 			return map[string]fileProjection{}, nil
 		}
 		return nil, fmt.Errorf("get configMap %s/%s: %w", namespace, name, err)
@@ -82,7 +100,7 @@ func configMapPayload(ctx context.Context, objects objectSource, namespace, name
 	for k, v := range cm.BinaryData {
 		data[k] = v
 	}
-	payload, err := keysPayload(data, items, defaultMode, optional)
+	payload, err := keysPayload(data, src)
 	if err != nil {
 		return nil, fmt.Errorf("configMap %s/%s: %w", namespace, name, err)
 	}
@@ -103,7 +121,13 @@ func (p *secretPlugin) setUp(ctx context.Context, req setUpRequest) (volume, err
 	if p.cfg.Objects == nil {
 		return volume{}, errNoAPIServer("secret volumes")
 	}
-	payload, err := secretPayload(ctx, p.cfg.Objects, req.pod.Namespace, src.SecretName, src.Items, modeOr(src.DefaultMode, defaultContentMode), ptr.Deref(src.Optional, false))
+	payload, err := secretPayload(ctx, p.cfg.Objects, keysSource{
+		namespace:   req.pod.Namespace,
+		name:        src.SecretName,
+		items:       src.Items,
+		defaultMode: modeOr(src.DefaultMode, defaultContentMode),
+		optional:    ptr.Deref(src.Optional, false),
+	})
 	if err != nil {
 		return volume{}, err
 	}
@@ -111,15 +135,16 @@ func (p *secretPlugin) setUp(ctx context.Context, req setUpRequest) (volume, err
 }
 
 // secretPayload is configMapPayload for a secret.
-func secretPayload(ctx context.Context, objects objectSource, namespace, name string, items []v1.KeyToPath, defaultMode fs.FileMode, optional bool) (map[string]fileProjection, error) {
+func secretPayload(ctx context.Context, objects objectSource, src keysSource) (map[string]fileProjection, error) {
+	namespace, name := src.namespace, src.name
 	s, err := objects.GetSecret(ctx, namespace, name)
 	if err != nil {
-		if apierrors.IsNotFound(err) && optional {
+		if apierrors.IsNotFound(err) && src.optional {
 			return map[string]fileProjection{}, nil
 		}
 		return nil, fmt.Errorf("get secret %s/%s: %w", namespace, name, err)
 	}
-	payload, err := keysPayload(s.Data, items, defaultMode, optional)
+	payload, err := keysPayload(s.Data, src)
 	if err != nil {
 		return nil, fmt.Errorf("secret %s/%s: %w", namespace, name, err)
 	}
@@ -127,25 +152,25 @@ func secretPayload(ctx context.Context, objects objectSource, namespace, name st
 }
 
 // keysPayload makes files of data: each key as a file of its name, or
-// when items are given only those keys, each at its path. A missing key
-// is an error unless optional.
-func keysPayload(data map[string][]byte, items []v1.KeyToPath, defaultMode fs.FileMode, optional bool) (map[string]fileProjection, error) {
+// when src.items are given only those keys, each at its path. A missing
+// key is an error unless src.optional.
+func keysPayload(data map[string][]byte, src keysSource) (map[string]fileProjection, error) {
 	out := make(map[string]fileProjection, len(data))
-	if len(items) == 0 {
+	if len(src.items) == 0 {
 		for k, v := range data {
-			out[k] = fileProjection{data: v, mode: defaultMode}
+			out[k] = fileProjection{data: v, mode: src.defaultMode}
 		}
 		return out, nil
 	}
-	for _, item := range items {
+	for _, item := range src.items {
 		v, ok := data[item.Key]
 		if !ok {
-			if optional {
+			if src.optional {
 				continue
 			}
 			return nil, fmt.Errorf("no key %q (items[].key)", item.Key)
 		}
-		out[item.Path] = fileProjection{data: v, mode: modeOr(item.Mode, defaultMode)}
+		out[item.Path] = fileProjection{data: v, mode: modeOr(item.Mode, src.defaultMode)}
 	}
 	return out, nil
 }
@@ -194,11 +219,11 @@ func (p *projectedPlugin) sourcePayload(ctx context.Context, pod *v1.Pod, s *v1.
 	case s.ConfigMap != nil && objects == nil:
 		return nil, errNoAPIServer("configMap projections")
 	case s.ConfigMap != nil:
-		return configMapPayload(ctx, objects, pod.Namespace, s.ConfigMap.Name, s.ConfigMap.Items, defaultMode, ptr.Deref(s.ConfigMap.Optional, false))
+		return configMapPayload(ctx, objects, keysSource{namespace: pod.Namespace, name: s.ConfigMap.Name, items: s.ConfigMap.Items, defaultMode: defaultMode, optional: ptr.Deref(s.ConfigMap.Optional, false)})
 	case s.Secret != nil && objects == nil:
 		return nil, errNoAPIServer("secret projections")
 	case s.Secret != nil:
-		return secretPayload(ctx, objects, pod.Namespace, s.Secret.Name, s.Secret.Items, defaultMode, ptr.Deref(s.Secret.Optional, false))
+		return secretPayload(ctx, objects, keysSource{namespace: pod.Namespace, name: s.Secret.Name, items: s.Secret.Items, defaultMode: defaultMode, optional: ptr.Deref(s.Secret.Optional, false)})
 	case s.ServiceAccountToken != nil && objects == nil:
 		return nil, errNoAPIServer("serviceAccountToken projections")
 	case s.ServiceAccountToken != nil:

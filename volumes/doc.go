@@ -28,7 +28,9 @@
 //     .uid, .labels, .annotations (key="value" lines sorted by key, values
 //     quoted, no final newline, as the kubelet writes them), one label or
 //     annotation, and container resources with a divisor (an unset limit
-//     reads as the node's allocatable amount).
+//     reads as the node's allocatable amount), resolved by
+//     internal/downward, which resolves env fieldRefs and
+//     resourceFieldRefs too.
 //   - configMap (kubernetes.io~configmap), secret (kubernetes.io~secret) and
 //     projected (kubernetes.io~projected: configMap, secret, downwardAPI and
 //     serviceAccountToken sources): through Config.Objects; without it (a

@@ -88,7 +88,7 @@ func (pv *PodVolumes) mount(ctx context.Context, c *v1.Container, index int, vm 
 		return nil, err
 	}
 	if sub != "" {
-		m.HostPath, err = pv.bindSubPath(ctx, c.Name, index, vm.Name, vol.hostPath, sub)
+		m.HostPath, err = pv.bindSubPath(ctx, subPathMount{container: c.Name, index: index, volume: vm.Name, volumeRoot: vol.hostPath, path: sub})
 		if err != nil {
 			return nil, fmt.Errorf("subPath %q: %w", sub, err)
 		}

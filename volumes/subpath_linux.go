@@ -21,22 +21,33 @@ const subPathsDir = "volume-subpaths"
 // the kernel's limit does.
 const maxSymlinkHops = 40
 
-// bindSubPath resolves sub inside the volume at volRoot (creating missing
+// subPathMount is one subPath volume mount of a container: the index-th
+// mount of container, of path inside volume, whose host directory is
+// volumeRoot.
+type subPathMount struct {
+	container  string
+	index      int
+	volume     string
+	volumeRoot string
+	path       string
+}
+
+// bindSubPath resolves m.path inside its volume (creating missing
 // directories), and bind-mounts what it found at the container's subPath
 // mount point, which it returns.
-func (pv *PodVolumes) bindSubPath(ctx context.Context, container string, index int, volName, volRoot, sub string) (string, error) {
+func (pv *PodVolumes) bindSubPath(ctx context.Context, m subPathMount) (string, error) {
 	unlock := pv.m.locks.lock(pv.pod.UID)
 	defer unlock()
-	root, err := filepath.EvalSymlinks(volRoot)
+	root, err := filepath.EvalSymlinks(m.volumeRoot)
 	if err != nil {
 		return "", fmt.Errorf("resolve the volume's path: %w", err)
 	}
-	fd, err := openInside(root, sub)
+	fd, err := openInside(root, m.path)
 	if err != nil {
 		return "", err
 	}
 	defer unix.Close(fd) //nolint:errcheck // an O_PATH descriptor; nothing to flush
-	target := filepath.Join(pv.podDir, subPathsDir, volName, container, strconv.Itoa(index))
+	target := filepath.Join(pv.podDir, subPathsDir, m.volume, m.container, strconv.Itoa(m.index))
 	if err := bindFd(ctx, fd, target); err != nil {
 		return "", err
 	}

@@ -6,7 +6,7 @@
 // rotated file are gzip-compressed.
 //
 // Data enters as the running containers the PLEG cache knows (ID and log
-// path); it leaves as renamed, compressed and removed files and
+// path; RunningIn lists them); it leaves as renamed, compressed and removed files and
 // ReopenContainerLog calls. A rotation whose reopen fails is undone, so
 // that the runtime never writes to a file nobody reads.
 package containerlogs

@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 // fakeRuntime records reopens and, like a runtime, starts a new log file.
@@ -129,16 +132,16 @@ func TestRunRotatesOnTheInterval(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(files(t, dir)) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("not rotated: %v", files(t, dir))
+	// Each poll lets the manager's next check come once it waits for it.
+	polltest.Until(t, 5*time.Second, "the log rotated", func() (bool, string) {
+		if got := files(t, dir); len(got) == 2 {
+			return true, ""
 		}
 		if clock.HasWaiters() {
 			clock.Step(10 * time.Second)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("files %v", files(t, dir))
+	})
 	cancel()
 	<-done
 }

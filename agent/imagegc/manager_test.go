@@ -12,6 +12,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 // fakeCRI is the runtime and image services of a pass: images by ID,
@@ -368,27 +370,20 @@ func TestRun(t *testing.T) {
 				cancel()
 				return
 			}
-			waitFor(t, func() bool { return slices.Equal(f.removedIDs(), tt.want) }, "the first pass, at start, removes a")
+			polltest.Until(t, 5*time.Second, "the first pass, at start, to remove a", func() (bool, string) {
+				return slices.Equal(f.removedIDs(), tt.want), fmt.Sprintf("removed %v", f.removedIDs())
+			})
 			// A new image goes at the next tick.
 			f.mu.Lock()
 			f.images["b"] = image("b", 10)
 			f.mu.Unlock()
 			clk.Step(time.Minute)
-			waitFor(t, func() bool { return len(f.removedIDs()) == 2 }, "the second pass removes b")
+			polltest.Until(t, 5*time.Second, "the second pass to remove b", func() (bool, string) {
+				return len(f.removedIDs()) == 2, fmt.Sprintf("removed %v", f.removedIDs())
+			})
 			cancel()
 			<-done
 		})
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

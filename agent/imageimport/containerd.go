@@ -11,6 +11,8 @@ import (
 	"github.com/containerd/containerd/v2/defaults"
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
+
+	"github.com/minikubelet/minikubelet/internal/cleanup"
 )
 
 // criNamespace is the containerd namespace the CRI plugin serves.
@@ -57,7 +59,7 @@ func (c *Containerd) Import(ctx context.Context, r io.Reader) (_ []Image, err er
 	}
 	defer func() {
 		// The lease must go even when ctx was cancelled.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		dctx, cancel := cleanup.Context(ctx, 10*time.Second)
 		defer cancel()
 		_ = done(dctx)
 	}()

@@ -1,7 +1,7 @@
 // Package imageimport imports image archives from a directory into the
 // container runtime, so that an air-gapped node runs pods whose images no
-// registry serves: the agent calls ImportAll on <root-dir>/images at start,
-// before any pod is synced.
+// registry serves: the agent calls ImportRootDir, which runs ImportAll on
+// <root-dir>/images, at start, before any pod is synced.
 //
 // Every regular file *.tar in the directory (not a dot file: copy an
 // archive in under a dot name and rename it) is an OCI image layout or a

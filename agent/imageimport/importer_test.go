@@ -18,6 +18,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 // fakeStore imports what a tarball's index.json (annotations) or
@@ -300,22 +302,23 @@ func TestImportAllWaitsForCRI(t *testing.T) {
 			go func() {
 				done <- ImportAll(context.Background(), Config{Dir: root, StatePath: filepath.Join(root, "state"), Store: &fakeStore{images: map[string]string{}}, Images: cri, Clock: clk, VisibleTimeout: time.Second})
 			}()
-			for {
+			var res Result
+			polltest.True(t, 5*time.Second, "ImportAll to return, the clock stepped whenever it waits", func() bool {
 				select {
-				case res := <-done:
-					if !equal(res, Result{Imported: []string{"a.tar"}}) {
-						t.Fatalf("%+v", res)
-					}
-					if cri.calls != tt.wantCalls {
-						t.Fatalf("asked CRI %d times, want %d", cri.calls, tt.wantCalls)
-					}
-					return
+				case res = <-done:
+					return true
 				default:
 				}
 				if clk.HasWaiters() {
 					clk.Step(visiblePoll)
 				}
-				time.Sleep(time.Millisecond)
+				return false
+			})
+			if !equal(res, Result{Imported: []string{"a.tar"}}) {
+				t.Fatalf("%+v", res)
+			}
+			if cri.calls != tt.wantCalls {
+				t.Fatalf("asked CRI %d times, want %d", cri.calls, tt.wantCalls)
 			}
 		})
 	}

@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/randfill"
-
-	"github.com/minikubelet/minikubelet/agent/sources"
 )
 
 // hostileSeeds are small versions of the hostile inputs of
@@ -78,7 +76,7 @@ func FuzzLoad(f *testing.F) {
 	}, hostileSeeds()...) {
 		f.Add([]byte(seed))
 	}
-	in := Identity{NodeName: "node-a", Source: sources.File, Origin: "/etc/kubernetes/manifests/web.yaml", Seen: seen}
+	in := Identity{NodeName: "node-a", Source: SourceFile, Origin: "/etc/kubernetes/manifests/web.yaml", Seen: seen}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		pod, err := Load(data, in)
 		checkFuzzError(t, err)
@@ -109,7 +107,7 @@ func FuzzLoadList(f *testing.F) {
 	}, hostileSeeds()...) {
 		f.Add([]byte(seed))
 	}
-	in := Identity{NodeName: "node-a", Source: sources.HTTP, Origin: "http://x/pods", Seen: seen}
+	in := Identity{NodeName: "node-a", Source: SourceHTTP, Origin: "http://x/pods", Seen: seen}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		pods, err := LoadList(data, in)
 		checkFuzzError(t, err)
@@ -217,7 +215,7 @@ func checkDefault(t *testing.T, pod *v1.Pod) {
 			t.Fatalf("Default is not idempotent:\n%s\nthen\n%s", once, pod)
 		}
 	}
-	ApplyStaticIdentity(pod, Identity{NodeName: "node-a", Source: sources.File, Origin: "/x", Seen: seen})
+	ApplyStaticIdentity(pod, Identity{NodeName: "node-a", Source: SourceFile, Origin: "/x", Seen: seen})
 }
 
 // FuzzCheckJSON checks the pre-decode scan against encoding/json: on a

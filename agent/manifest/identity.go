@@ -10,8 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/minikubelet/minikubelet/agent/sources"
 )
 
 // Annotations a static pod carries, as the kubelet names them.
@@ -19,8 +17,8 @@ const (
 	// AnnotationConfigHash is a hash of the pod's content; mirror pods carry
 	// it. It changes when any field of the manifest changes.
 	AnnotationConfigHash = "kubernetes.io/config.hash"
-	// AnnotationConfigSource is the source the pod came from (sources.File,
-	// sources.HTTP, sources.API).
+	// AnnotationConfigSource is the source the pod came from: SourceFile,
+	// SourceHTTP or SourceAPI.
 	AnnotationConfigSource = "kubernetes.io/config.source"
 	// AnnotationConfigSeen is when the agent first saw the pod, in RFC 3339
 	// with nanoseconds.
@@ -31,13 +29,24 @@ const (
 	// running pods to terminate, and which to keep because their manifest
 	// is only bad right now (DESIGN.md rule 5).
 	AnnotationConfigOrigin = "minikubelet.io/config.origin"
+	// AnnotationMirror marks a mirror pod: the API's copy of a static pod.
+	// Its value is the static pod's config hash.
+	AnnotationMirror = "kubernetes.io/config.mirror"
+)
+
+// The values of AnnotationConfigSource, as the kubelet names its sources.
+// agent/sources re-exports them as sources.File, .HTTP and .API.
+const (
+	SourceFile = "file"
+	SourceHTTP = "http"
+	SourceAPI  = "api"
 )
 
 // Identity is what a static pod's identity derives from besides its content.
 type Identity struct {
 	// NodeName is the name of this node; it must not be empty.
 	NodeName string
-	// Source is sources.File or sources.HTTP.
+	// Source is SourceFile or SourceHTTP.
 	Source string
 	// Origin names the manifest: the file path or the URL.
 	Origin string
@@ -81,7 +90,7 @@ func ApplyStaticIdentity(pod *v1.Pod, in Identity) {
 	pod.Annotations[AnnotationConfigSeen] = in.Seen.Format(time.RFC3339Nano)
 	pod.Annotations[AnnotationConfigOrigin] = in.Origin
 
-	if in.Source == sources.File {
+	if in.Source == SourceFile {
 		tolerateNoExecute(pod)
 	}
 	pod.Status.Phase = v1.PodPending

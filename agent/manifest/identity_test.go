@@ -7,14 +7,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/minikubelet/minikubelet/agent/sources"
 )
 
 var seen = time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
 
 func fileIdentity(node, origin string) Identity {
-	return Identity{NodeName: node, Source: sources.File, Origin: origin, Seen: seen}
+	return Identity{NodeName: node, Source: SourceFile, Origin: origin, Seen: seen}
 }
 
 func mustLoad(t *testing.T, data string, in Identity) *v1.Pod {
@@ -54,7 +52,7 @@ func TestLoadAppliesIdentity(t *testing.T) {
 		t.Errorf("tolerations = %+v, want one NoExecute Exists", pod.Spec.Tolerations)
 	}
 
-	httpPod := mustLoad(t, goodYAML, Identity{NodeName: "n", Source: sources.HTTP, Origin: "http://x/pod", Seen: seen})
+	httpPod := mustLoad(t, goodYAML, Identity{NodeName: "n", Source: SourceHTTP, Origin: "http://x/pod", Seen: seen})
 	if len(httpPod.Spec.Tolerations) != 0 {
 		t.Errorf("http pod got tolerations %+v, want none", httpPod.Spec.Tolerations)
 	}
@@ -85,12 +83,12 @@ func TestStaticIdentityStability(t *testing.T) {
 		sameUID  bool
 		sameHash bool
 	}{
-		{name: "same manifest read again later", data: goodYAML, in: Identity{NodeName: "node-a", Source: sources.File, Origin: origin, Seen: seen.Add(time.Hour)}, sameUID: true, sameHash: true},
+		{name: "same manifest read again later", data: goodYAML, in: Identity{NodeName: "node-a", Source: SourceFile, Origin: origin, Seen: seen.Add(time.Hour)}, sameUID: true, sameHash: true},
 		{name: "image edited", data: edited, in: fileIdentity("node-a", origin), sameUID: true},
 		{name: "label added", data: withLabel, in: fileIdentity("node-a", origin), sameUID: true},
 		{name: "other file", data: goodYAML, in: fileIdentity("node-a", "/etc/kubernetes/manifests/web2.yaml"), sameHash: true},
 		{name: "other node", data: goodYAML, in: fileIdentity("node-b", origin), sameHash: true},
-		{name: "other source", data: goodYAML, in: Identity{NodeName: "node-a", Source: sources.HTTP, Origin: origin, Seen: seen}, sameHash: true},
+		{name: "other source", data: goodYAML, in: Identity{NodeName: "node-a", Source: SourceHTTP, Origin: origin, Seen: seen}, sameHash: true},
 		{name: "other name", data: strings.Replace(goodYAML, "name: web", "name: api", 1), in: fileIdentity("node-a", origin)},
 		{name: "other namespace", data: strings.Replace(goodYAML, "  name: web\n", "  name: web\n  namespace: ops\n", 1), in: fileIdentity("node-a", origin)},
 	}

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/minikubelet/minikubelet/agent/sources"
 )
 
 const listYAML = `apiVersion: v1
@@ -94,7 +92,7 @@ func TestDecodeList(t *testing.T) {
 }
 
 func TestLoadList(t *testing.T) {
-	in := Identity{NodeName: "node-a", Source: sources.HTTP, Origin: "http://x/pods", Seen: seen}
+	in := Identity{NodeName: "node-a", Source: SourceHTTP, Origin: "http://x/pods", Seen: seen}
 	tests := []struct {
 		name    string
 		data    string
@@ -154,7 +152,7 @@ func TestLoadList(t *testing.T) {
 			got := []string{}
 			for _, p := range pods {
 				got = append(got, p.Namespace+"/"+p.Name)
-				if p.Annotations[AnnotationConfigSource] != sources.HTTP || p.UID == "" {
+				if p.Annotations[AnnotationConfigSource] != SourceHTTP || p.UID == "" {
 					t.Errorf("pod %s lacks its static identity", p.Name)
 				}
 			}
@@ -167,7 +165,7 @@ func TestLoadList(t *testing.T) {
 
 func TestLoadListReportsEveryItem(t *testing.T) {
 	data := podList(listItem("A", "x:1"), listItem("b", "x:1"), strings.Replace(listItem("c", "x:1"), `"spec":{`, `"spec":{"serviceAccountName":"default",`, 1))
-	_, err := LoadList([]byte(data), Identity{NodeName: "n", Source: sources.HTTP, Origin: "http://x"})
+	_, err := LoadList([]byte(data), Identity{NodeName: "n", Source: SourceHTTP, Origin: "http://x"})
 	var inv *InvalidError
 	if !errors.As(err, &inv) {
 		t.Fatalf("LoadList error = %v, want an *InvalidError", err)
@@ -182,7 +180,7 @@ func TestLoadListReportsEveryItem(t *testing.T) {
 }
 
 func TestLoadListUIDStableAcrossEdits(t *testing.T) {
-	in := Identity{NodeName: "n", Source: sources.HTTP, Origin: "http://x/pods", Seen: seen}
+	in := Identity{NodeName: "n", Source: SourceHTTP, Origin: "http://x/pods", Seen: seen}
 	first, err := LoadList([]byte(podList(listItem("a", "x:1"), listItem("b", "x:1"))), in)
 	if err != nil {
 		t.Fatal(err)

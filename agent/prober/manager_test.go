@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	utilexec "k8s.io/utils/exec"
+
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 // execCall is one ExecSync the fake runtime received; the test answers it.
@@ -100,13 +102,7 @@ func (h *harness) expectNoProbe() {
 // step advances the fake clock once every worker has armed its timer.
 func (h *harness) step(d time.Duration) {
 	h.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !h.clock.HasWaiters() {
-		if time.Now().After(deadline) {
-			h.t.Fatal("no worker waits on the clock")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	polltest.True(h.t, 5*time.Second, "a worker to wait on the clock", h.clock.HasWaiters)
 	h.clock.Step(d)
 }
 

@@ -1,9 +1,10 @@
 // Package server serves the agent's HTTP endpoints on the kubelet's ports
 // and paths: the read-only port (default 10255) with /pods, /healthz,
-// /metrics, /stats/summary and /metrics/cadvisor (when given handlers for
-// them), /manifests/errors (the manifests refused right now, as JSON)
-// and /debug/pprof/ (Go profiles, as the kubelet serves them), and the
-// healthz port (default 10248) with /healthz.
+// /metrics, /stats/summary and /metrics/cadvisor (from Config.Stats; 503
+// until the runtime has answered), /manifests/errors (the manifests
+// refused right now, as JSON) and /debug/pprof/ (Go profiles, as the
+// kubelet serves them), and the healthz port (default 10248) with
+// /healthz.
 //
 // Data enters through the interfaces in Config (the pods and their
 // statuses, the health checks, the refused manifests, the metrics) and

@@ -45,7 +45,12 @@ type logOptions struct {
 	limit int64
 }
 
-func parseLogOptions(r *http.Request) (logOptions, error) {
+// followPoll is how often a follow looks for what was appended to the log.
+const followPoll = 200 * time.Millisecond
+
+// parseLogOptions reads the query of r; now is when sinceSeconds counts
+// back from.
+func parseLogOptions(r *http.Request, now time.Time) (logOptions, error) {
 	q := r.URL.Query()
 	o := logOptions{tail: -1}
 	var err error
@@ -78,7 +83,7 @@ func parseLogOptions(r *http.Request) (logOptions, error) {
 	o.tail = int(integer("tailLines"))
 	o.limit = integer("limitBytes")
 	if s := integer("sinceSeconds"); s > 0 {
-		o.since = time.Now().Add(-time.Duration(s) * time.Second)
+		o.since = now.Add(-time.Duration(s) * time.Second)
 	}
 	if q.Has("sinceTime") && err == nil {
 		o.since, err = time.Parse(time.RFC3339, q.Get("sinceTime"))
@@ -98,7 +103,7 @@ func (s *Server) containerLog(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "container logs are not served", http.StatusNotFound)
 		return
 	}
-	opts, err := parseLogOptions(r)
+	opts, err := parseLogOptions(r, s.cfg.Clock.Now())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -123,7 +128,7 @@ func (s *Server) containerLog(w http.ResponseWriter, r *http.Request) {
 	if opts.limit > 0 {
 		out = &limitWriter{w: out, left: opts.limit}
 	}
-	if err := writeLog(r.Context(), out, f, lf, opts); err != nil && !errors.Is(err, errLimit) && !errors.Is(err, context.Canceled) {
+	if err := s.writeLog(r.Context(), out, f, lf, opts); err != nil && !errors.Is(err, errLimit) && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(w, "\nerror reading the log: %v\n", err)
 	}
 }
@@ -142,8 +147,9 @@ func (f flushWriter) Write(p []byte) (int, error) {
 
 // writeLog copies the decoded log in f to w: the last opts.tail lines,
 // then, when following, what is appended (across rotations of lf.Path)
-// until the container stops or ctx ends. It closes f.
-func writeLog(ctx context.Context, w io.Writer, f *os.File, lf LogFile, opts logOptions) error {
+// until the container stops or ctx ends, looking every followPoll of the
+// server's clock. It closes f.
+func (s *Server) writeLog(ctx context.Context, w io.Writer, f *os.File, lf LogFile, opts logOptions) error {
 	defer func() { _ = f.Close() }()
 	if opts.tail >= 0 {
 		if err := seekTail(f, opts.tail); err != nil {
@@ -176,7 +182,7 @@ func writeLog(ctx context.Context, w io.Writer, f *os.File, lf LogFile, opts log
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-s.cfg.Clock.After(followPoll):
 		}
 		if rotated(f, lf.Path) {
 			nf, err := os.Open(lf.Path)

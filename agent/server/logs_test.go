@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // fakeLogs serves one container's log file.
@@ -37,7 +39,10 @@ const criLog = `2026-11-21T10:00:00.000000001Z stdout F one
 2026-11-21T10:00:02.000000000Z stdout F three
 `
 
-func logServer(t *testing.T) (*httptest.Server, *fakeLogs) {
+// logNow is the log server's fake time: 1.2s after the log's first line.
+var logNow = time.Date(2026, 11, 21, 10, 0, 1, 200_000_000, time.UTC)
+
+func logServer(t *testing.T) (*httptest.Server, *fakeLogs, *testingclock.FakeClock) {
 	t.Helper()
 	dir := t.TempDir()
 	f := &fakeLogs{path: filepath.Join(dir, "0.log"), previous: filepath.Join(dir, "prev.log")}
@@ -47,12 +52,13 @@ func logServer(t *testing.T) (*httptest.Server, *fakeLogs) {
 	if err := os.WriteFile(f.previous, []byte("2026-11-21T09:00:00Z stdout F before\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{cfg: Config{Logs: f}}
+	clk := testingclock.NewFakeClock(logNow)
+	s := &Server{cfg: Config{Logs: f, Clock: clk}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLog)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return srv, f
+	return srv, f, clk
 }
 
 func getLog(t *testing.T, srv *httptest.Server, path string) (string, int) {
@@ -67,7 +73,7 @@ func getLog(t *testing.T, srv *httptest.Server, path string) (string, int) {
 }
 
 func TestContainerLogs(t *testing.T) {
-	srv, _ := logServer(t)
+	srv, _, _ := logServer(t)
 	tests := []struct {
 		query string
 		want  string
@@ -79,6 +85,8 @@ func TestContainerLogs(t *testing.T) {
 		{"?tailLines=0", "", 200},
 		{"?timestamps=true&tailLines=1", "2026-11-21T10:00:02.000000000Z three\n", 200},
 		{"?sinceTime=2026-11-21T10:00:01Z", "two\nthree\n", 200},
+		{"?sinceSeconds=1", "two\nthree\n", 200}, // since 10:00:00.2 by the server's clock
+		{"?sinceSeconds=2", "one\ntwo\nthree\n", 200},
 		{"?limitBytes=5", "one\nt", 200},
 		{"?previous=true", "before\n", 200},
 		{"?tailLines=x", "query parameter tailLines", 400},
@@ -96,8 +104,10 @@ func TestContainerLogs(t *testing.T) {
 	}
 }
 
+// A follow reads what is appended (across a rotation) each time the
+// server's clock passes followPoll, and ends once the container stops.
 func TestContainerLogsFollow(t *testing.T) {
-	srv, f := logServer(t)
+	srv, f, clk := logServer(t)
 	f.running.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -122,6 +132,12 @@ func TestContainerLogsFollow(t *testing.T) {
 		}
 	}()
 	var got strings.Builder
+	// step lets the follower look again once it waits on the clock.
+	step := func() {
+		if clk.HasWaiters() {
+			clk.Step(followPoll)
+		}
+	}
 	expect := func(want string) {
 		t.Helper()
 		for !strings.HasSuffix(got.String(), want) {
@@ -131,6 +147,8 @@ func TestContainerLogsFollow(t *testing.T) {
 					t.Fatalf("stream ended with %q; want %q", got.String(), want)
 				}
 				got.WriteString(s)
+			case <-time.After(time.Millisecond):
+				step()
 			case <-ctx.Done():
 				t.Fatalf("got %q; want it to end with %q", got.String(), want)
 			}
@@ -157,7 +175,15 @@ func TestContainerLogsFollow(t *testing.T) {
 	expect("four\nfive\nsix\n")
 	// The container stops: the stream ends.
 	f.running.Store(false)
-	for range read {
+	for ended := false; !ended; {
+		select {
+		case _, ok := <-read:
+			ended = !ok
+		case <-time.After(time.Millisecond):
+			step()
+		case <-ctx.Done():
+			t.Fatal("the stream did not end after the container stopped")
+		}
 	}
 	if !strings.HasSuffix(got.String(), "six\n") {
 		t.Errorf("stream %q", got.String())

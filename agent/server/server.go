@@ -14,8 +14,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/agent/sources"
+	"github.com/minikubelet/minikubelet/internal/cleanup"
 )
 
 // podLister lists the pods the node runs, with their current status.
@@ -60,10 +62,12 @@ type Config struct {
 	Auth Auth
 	// Running backs /runningpods/.
 	Running runningPods
-	// StatsSummary serves /stats/summary and CadvisorMetrics
-	// /metrics/cadvisor; each is optional (404 when nil).
-	StatsSummary    http.Handler
-	CadvisorMetrics http.Handler
+	// Stats returns what serves /stats/summary and /metrics/cadvisor, or
+	// nil while there is nothing yet (the container runtime has not
+	// answered): they answer 503 then. Nil Stats leaves them out (404).
+	Stats func() Stats
+	// Clock times log follows and sinceSeconds; the real clock when nil.
+	Clock clock.Clock
 }
 
 // Server serves the endpoints.
@@ -81,6 +85,9 @@ func Listen(cfg Config) (*Server, error) {
 		if err := cfg.Auth.Validate(cfg.Address); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	s := &Server{cfg: cfg}
 	var tlsCfg *tls.Config
@@ -137,11 +144,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	if s.cfg.Metrics != nil {
 		readOnly.Handle("GET /metrics", s.cfg.Metrics)
 	}
-	if s.cfg.StatsSummary != nil {
-		readOnly.Handle("GET /stats/summary", s.cfg.StatsSummary)
-	}
-	if s.cfg.CadvisorMetrics != nil {
-		readOnly.Handle("GET /metrics/cadvisor", s.cfg.CadvisorMetrics)
+	if s.cfg.Stats != nil {
+		readOnly.Handle("GET /stats/summary", s.stats(Stats.SummaryHandler))
+		readOnly.Handle("GET /metrics/cadvisor", s.stats(Stats.CadvisorHandler))
 	}
 	healthz := http.NewServeMux()
 	healthz.HandleFunc("GET /healthz", s.healthz)
@@ -167,7 +172,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	case <-ctx.Done():
 	case err = <-errs:
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	shutdownCtx, cancel := cleanup.Context(ctx, 5*time.Second)
 	defer cancel()
 	for _, srv := range servers {
 		_ = srv.Shutdown(shutdownCtx)

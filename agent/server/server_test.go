@@ -64,6 +64,34 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// fakeStats serves fixed stats.
+type fakeStats struct{}
+
+func (fakeStats) SummaryHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"node":{}}`)) })
+}
+
+func (fakeStats) CadvisorHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("container_cpu_usage_seconds_total 1\n"))
+	})
+}
+
+// Until there are stats to serve (the runtime has not answered), the
+// stats endpoints answer 503; without Stats they are not served.
+func TestStatsUnavailable(t *testing.T) {
+	ro, _ := serve(t, Config{ReadOnlyPort: freePort(t), Pods: fakePods{}, Stats: func() Stats { return nil }})
+	for _, path := range []string{"/stats/summary", "/metrics/cadvisor"} {
+		if code, body := get(t, ro+path); code != http.StatusServiceUnavailable || !strings.Contains(body, "container runtime") {
+			t.Errorf("%s before the runtime answered: %d %q, want 503 saying why", path, code, body)
+		}
+	}
+	none, _ := serve(t, Config{ReadOnlyPort: freePort(t), Pods: fakePods{}})
+	if code, _ := get(t, none+"/stats/summary"); code != http.StatusNotFound {
+		t.Errorf("/stats/summary without Stats: %d, want 404", code)
+	}
+}
+
 func TestEndpoints(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-n1", Namespace: "default"}, Status: v1.PodStatus{Phase: v1.PodRunning}}
 	healthy := true
@@ -79,10 +107,7 @@ func TestEndpoints(t *testing.T) {
 		}}},
 		ManifestErrors: fakeErrors{{Source: "file", Origin: "/m/bad.yaml", Err: errors.New(`spec.containers[0].image: Required value`)}},
 		Metrics:        http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metric 1\n")) }),
-		StatsSummary:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"node":{}}`)) }),
-		CadvisorMetrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			_, _ = w.Write([]byte("container_cpu_usage_seconds_total 1\n"))
-		}),
+		Stats:          func() Stats { return fakeStats{} },
 	}
 	ro, hz := serve(t, cfg)
 

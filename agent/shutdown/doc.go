@@ -22,9 +22,11 @@
 //	                     PrepareForShutdown(false): cancelled
 //
 // Data enters as logind's signals and property values; it leaves as
-// requests to the node (the agent's syncLoop): stop admitting pods, kill
-// these pods with these grace periods and this reason, start the pods
-// again. A lost bus connection is dialled again with back-off; logind's
+// requests to the node: stop admitting pods, kill these pods with these
+// grace periods and this reason, start the pods again. NodePods is the
+// agent's node: it hands each request to the syncLoop (Requests), which
+// carries it out with Handle, holding pod starts and dispatching kills to
+// the pod workers, and marking the killed pods' statuses. A lost bus connection is dialled again with back-off; logind's
 // PreparingForShutdown property, read at every connect, catches a signal
 // missed in between. When the bus or logind cannot be reached at start,
 // Manager.Run logs why and returns: the agent runs on without graceful

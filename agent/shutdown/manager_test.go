@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -267,7 +269,7 @@ func (f *fixture) stop() {
 // waitJournal waits until the journal ends with want.
 func (f *fixture) waitJournal(want ...string) {
 	f.t.Helper()
-	waitFor(f.t, fmt.Sprintf("journal ending with %q", want), func() (bool, string) {
+	polltest.Until(f.t, 5*time.Second, fmt.Sprintf("journal ending with %q", want), func() (bool, string) {
 		got := f.j.get()
 		return len(got) >= len(want) && slices.Equal(got[len(got)-len(want):], want), fmt.Sprintf("%q", got)
 	})
@@ -277,7 +279,7 @@ func (f *fixture) waitJournal(want ...string) {
 // timer at a time.
 func (f *fixture) waitClock() {
 	f.t.Helper()
-	waitFor(f.t, "the manager to wait on the clock", func() (bool, string) {
+	polltest.Until(f.t, 5*time.Second, "the manager to wait on the clock", func() (bool, string) {
 		n := f.clock.Waiters()
 		return n == 1, fmt.Sprintf("%d waiters", n)
 	})
@@ -288,23 +290,6 @@ func (f *fixture) step(d time.Duration) {
 	f.t.Helper()
 	f.waitClock()
 	f.clock.Step(d)
-}
-
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	var last string
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last state: %s", what, last)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func pod(name string, opts ...func(*v1.Pod)) *v1.Pod {

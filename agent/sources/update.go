@@ -5,13 +5,15 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // Source names, as they appear in the kubernetes.io/config.source annotation.
 const (
-	File = "file"
-	HTTP = "http"
-	API  = "api"
+	File = manifest.SourceFile
+	HTTP = manifest.SourceHTTP
+	API  = manifest.SourceAPI
 )
 
 // Update is one complete snapshot of a source's pods.

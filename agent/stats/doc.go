@@ -5,8 +5,8 @@
 // dashboards read.
 //
 // Data enters through the Config's interfaces: the pods to report, each
-// with its cgroup and its running containers' (from the agent's pods and
-// the PLEG cache), and a cgroup reader (cgroups.Manager) for cpu, memory,
+// with its cgroup and its running containers' (PodLister reads them from
+// the agent's pods, the PLEG cache and the cgroup manager), and a cgroup reader (cgroups.Manager) for cpu, memory,
 // pids and block I/O. A pod's network figures come from
 // /proc/<pid>/net/dev of one of its processes, which sees the pod's
 // network namespace; the same file of procfs gives the node's. Data leaves

@@ -5,8 +5,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/qos"
 )
 
 // GenerateInput is what Generate computes a pod's API status from.
@@ -41,7 +41,7 @@ func Generate(in GenerateInput) v1.PodStatus {
 	pod, rs := in.Pod, in.Runtime
 	st := v1.PodStatus{
 		StartTime: in.Old.StartTime,
-		QOSClass:  cgroups.QOSClass(pod),
+		QOSClass:  qos.Class(pod),
 	}
 	if in.HostIP != "" {
 		st.HostIP = in.HostIP

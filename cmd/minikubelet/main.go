@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/internal/cli"
 	"github.com/minikubelet/minikubelet/internal/flagutil"
 	"github.com/minikubelet/minikubelet/internal/version"
@@ -45,7 +46,7 @@ func run(args []string) int {
 		fmt.Fprintf(fs.Output(), "Usage: minikubelet [run] [flags]\n       minikubelet pods [--server URL] [-n NAMESPACE]\n       minikubelet logs POD [-c CONTAINER] [-f] [--previous] [--tail N] [--timestamps] [--server URL]\n       minikubelet version\n\nRuns the pods of --pod-manifest-path in the CRI runtime at --container-runtime-endpoint.\n\nFlags:\n")
 		flagutil.PrintDefaults(fs.Output(), fs)
 	}
-	cfg := agent.DefaultConfig()
+	cfg := config.Default()
 	cfg.AddFlags(fs)
 	flagutil.AddKlogFlags(fs)
 	// Parse quietly: a mistake gets one line naming it, --help the usage.

@@ -122,17 +122,27 @@ func RefreshPodStatus(ctx context.Context, rt Lister, uid types.UID, prev *PodSt
 	if err != nil {
 		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
 	}
-	return InspectPod(ctx, rt, uid, sandboxes, containers, prev, now)
+	return InspectPod(ctx, rt, Listed{UID: uid, Sandboxes: sandboxes, Containers: containers, At: now}, prev)
 }
 
-// InspectPod builds the status of the pod with uid from the sandboxes and
-// containers a list call returned for it, taken at now. It asks the runtime
-// for the status of an object only when prev does not already hold it in
-// the state the list shows, so that a relist costs no status call for what
+// Listed is what the runtime's list calls returned for one pod, and when.
+type Listed struct {
+	UID        types.UID
+	Sandboxes  []*runtimeapi.PodSandbox
+	Containers []*runtimeapi.Container
+	// At is when the lists were taken (before the first call); it is the
+	// TimeStamp of the status built from them.
+	At time.Time
+}
+
+// InspectPod builds the status of the pod listed.UID from the sandboxes
+// and containers a list call returned for it. It asks the runtime for the
+// status of an object only when prev does not already hold it in the
+// state the list shows, so that a relist costs no status call for what
 // did not change. prev may be nil.
-func InspectPod(ctx context.Context, rt Lister, uid types.UID, sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, prev *PodStatus, now time.Time) (*PodStatus, error) {
-	st := &PodStatus{ID: uid, TimeStamp: now}
-	for _, sb := range sandboxes {
+func InspectPod(ctx context.Context, rt Lister, listed Listed, prev *PodStatus) (*PodStatus, error) {
+	st := &PodStatus{ID: listed.UID, TimeStamp: listed.At}
+	for _, sb := range listed.Sandboxes {
 		if old := prev.sandbox(sb.Id); old != nil && old.State == sb.State {
 			st.Sandboxes = append(st.Sandboxes, old)
 			continue
@@ -154,7 +164,7 @@ func InspectPod(ctx context.Context, rt Lister, uid types.UID, sandboxes []*runt
 		st.Name, st.Namespace = md.GetName(), md.GetNamespace()
 		st.IPs = SandboxIPs(st.Sandboxes[0])
 	}
-	for _, c := range containers {
+	for _, c := range listed.Containers {
 		if old := prev.container(c.Id); old != nil && old.State == c.State {
 			st.Containers = append(st.Containers, old)
 			continue

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -205,7 +206,7 @@ func runPod(ctx context.Context, t *testing.T, c *ctrdtest.Containerd, bed *ctrd
 	}
 	t.Logf("%s pod %q: RunPodSandbox %v, CreateContainer+StartContainer %v", c.Name(), name,
 		t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
-	waitFor(ctx, t, "container running and logging hi", func() error {
+	polltest.NoError(t, time.Minute, "the container to run and log hi", func() error {
 		st, err := rs.ContainerStatus(ctx, ctrID, false)
 		if err != nil {
 			return err
@@ -271,22 +272,6 @@ func checkPodIP(ctx context.Context, t *testing.T, c *ctrdtest.Containerd, podID
 		t.Fatalf("pod IP %q not in %s", st.GetStatus().GetNetwork().GetIp(), c.Subnet())
 	}
 	t.Logf("%s CNI pod IP %s", c.Name(), ip)
-}
-
-// waitFor polls check until it succeeds or ctx ends.
-func waitFor(ctx context.Context, t *testing.T, what string, check func() error) {
-	t.Helper()
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v (last: %v)", what, ctx.Err(), err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // leftovers names what must be gone after teardown.

@@ -22,6 +22,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -148,7 +149,7 @@ func (a *agent) launch() {
 
 func (a *agent) waitHealthy() {
 	a.t.Helper()
-	waitFor(a.t, 30*time.Second, "agent healthy", func() (bool, string) {
+	polltest.Until(a.t, 30*time.Second, "agent healthy", func() (bool, string) {
 		body, code, err := a.get(a.healthz, "/healthz")
 		return err == nil && code == 200, fmt.Sprintf("code %d body %q err %v", code, body, err)
 	})
@@ -308,7 +309,7 @@ func (a *agent) pod(name string) *v1.Pod {
 func (a *agent) waitRunning(name string, timeout time.Duration) *v1.Pod {
 	a.t.Helper()
 	var pod *v1.Pod
-	waitFor(a.t, timeout, name+" running", func() (bool, string) {
+	polltest.Until(a.t, timeout, name+" running", func() (bool, string) {
 		pod = a.pod(name)
 		if pod == nil {
 			return false, "not on /pods"
@@ -370,25 +371,6 @@ func describe(pod *v1.Pod) string {
 		}
 	}
 	return b.String()
-}
-
-// waitFor polls cond every 50ms until it holds or timeout passes; the
-// failure names what was awaited and the last state cond described.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s; last state: %s", timeout, what, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func freePort(t *testing.T) int {

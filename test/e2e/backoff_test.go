@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -37,7 +38,7 @@ spec:
 		// Every container the status ever shows, by ID, with its start.
 		started := map[string]time.Time{}
 		var sawBackOff bool
-		waitFor(t, 60*time.Second, "three restarts", func() (bool, string) {
+		polltest.Until(t, 60*time.Second, "three restarts", func() (bool, string) {
 			p := a.pod("crash")
 			if p == nil {
 				return false, "not on /pods"
@@ -65,7 +66,7 @@ spec:
 		// Container GC: after three restarts the runtime holds one dead
 		// instance of the container (and the one that runs or waits), as
 		// the kubelet's MaxPerPodContainer=1.
-		waitFor(t, 10*time.Second, "old instances collected", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "old instances collected", func() (bool, string) {
 			_, ctrs, err := runtimePods(t.Context(), rt, a.node)
 			if err != nil {
 				return false, err.Error()

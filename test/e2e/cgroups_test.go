@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -190,7 +191,7 @@ spec:
 		// Deleted pods leave no cgroup behind, on any hierarchy.
 		a.removeManifest("gold.yaml")
 		a.removeManifest("bronze.yaml")
-		waitFor(t, 60*time.Second, "pod cgroups removed", func() (bool, string) {
+		polltest.Until(t, 60*time.Second, "pod cgroups removed", func() (bool, string) {
 			var left []string
 			for _, h := range cgroupHierarchies(t) {
 				for _, p := range []string{goldCg, bronzeCg} {
@@ -229,7 +230,7 @@ spec:
       limits: {memory: 32Mi}
 `, env.busybox))
 		var term *v1.ContainerStateTerminated
-		waitFor(t, 60*time.Second, "hog terminated", func() (bool, string) {
+		polltest.Until(t, 60*time.Second, "hog terminated", func() (bool, string) {
 			pod := a.pod("hog")
 			if pod == nil {
 				return false, "not on /pods"
@@ -270,7 +271,7 @@ spec:
       exec sleep 3600
 `, env.busybox))
 		pod := a.waitRunning("writer", 60*time.Second)
-		waitFor(t, 30*time.Second, "writer done", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "writer done", func() (bool, string) {
 			b, _ := os.ReadFile(a.containerLog(pod, "writer", 0))
 			return strings.Contains(string(b), "done\n"), string(b)
 		})
@@ -280,7 +281,7 @@ spec:
 		// most one second old).
 		const wrote = 16 << 20
 		id := containerIDOf(t, pod, "writer")
-		waitFor(t, 5*time.Second, "block I/O on /metrics/cadvisor", func() (bool, string) {
+		polltest.Until(t, 5*time.Second, "block I/O on /metrics/cadvisor", func() (bool, string) {
 			body, code, err := a.get(a.port, "/metrics/cadvisor")
 			if err != nil || code != 200 {
 				return false, fmt.Sprintf("HTTP %d %v", code, err)
@@ -340,7 +341,7 @@ spec:
 			return nil
 		}
 		var ps *podSummary
-		waitFor(t, 5*time.Second, "a CPU rate on /stats/summary", func() (bool, string) {
+		polltest.Until(t, 5*time.Second, "a CPU rate on /stats/summary", func() (bool, string) {
 			ps = summary()
 			return ps.CPU != nil && ps.CPU.UsageNanoCores != nil, fmt.Sprintf("cpu %+v", ps.CPU)
 		})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -81,7 +82,7 @@ spec:
 
 		// The short name of a static pod works; with two containers and no
 		// -c, the first is shown and the choice is said.
-		waitFor(t, 10*time.Second, "a few ticks", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "a few ticks", func() (bool, string) {
 			out, _, _ := a.cli("logs", "chatty", "-c", "talk")
 			return strings.Contains(out, "tick-3\n"), out
 		})
@@ -100,13 +101,13 @@ spec:
 			t.Fatal(err)
 		}
 		defer func() { cancel(); _ = follow.Wait() }()
-		waitFor(t, 10*time.Second, "logs -f shows new lines", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "logs -f shows new lines", func() (bool, string) {
 			return strings.Count(fout.String(), "tick-") >= 5, fout.String()
 		})
 
 		// --previous: the crashing container's instance before the restart.
 		// Its first restart is at once: its second run lasts 4s.
-		waitFor(t, 60*time.Second, "the crash container running again", func() (bool, string) {
+		polltest.Until(t, 60*time.Second, "the crash container running again", func() (bool, string) {
 			p := a.pod("chatty")
 			cs := containerStatus(p, "crash")
 			return cs != nil && cs.RestartCount == 1 && cs.State.Running != nil, describe(p)

@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -246,7 +247,7 @@ spec:
     command: ["sleep", "3600"]
 `, env.busybox))
 		var refused *v1.ContainerStateWaiting
-		waitFor(t, 60*time.Second, "refused waiting with CreateContainerConfigError, allowed running", func() (bool, string) {
+		polltest.Until(t, 60*time.Second, "refused waiting with CreateContainerConfigError, allowed running", func() (bool, string) {
 			pod := a.pod("nonroot")
 			if pod == nil {
 				return false, "not on /pods"
@@ -313,7 +314,7 @@ spec:
     command: ["sh", "-c", "printf 'from 1000' > /dev/termination-log"]
 `, env.busybox))
 		var pod *v1.Pod
-		waitFor(t, 60*time.Second, "every container of goodbye terminated", func() (bool, string) {
+		polltest.Until(t, 60*time.Second, "every container of goodbye terminated", func() (bool, string) {
 			pod = a.pod("goodbye")
 			if pod == nil {
 				return false, "not on /pods"
@@ -368,7 +369,7 @@ func settingsWaitLog(t *testing.T, a *agent, pod *v1.Pod, container, want string
 	t.Helper()
 	path := a.containerLog(pod, container, 0)
 	var line string
-	waitFor(t, 15*time.Second, fmt.Sprintf("%q in %s", want, path), func() (bool, string) {
+	polltest.Until(t, 15*time.Second, fmt.Sprintf("%q in %s", want, path), func() (bool, string) {
 		b, err := os.ReadFile(path)
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.Contains(l, want) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -252,7 +253,7 @@ func TestFaultManifestChurn(t *testing.T) {
 			return ok, state, convergenceSummary(state)
 		})
 		t.Logf("converged in %v", time.Since(t0).Round(time.Millisecond))
-		waitFor(t, 10*time.Second, "the manifests that lose to an earlier one reported", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "the manifests that lose to an earlier one reported", func() (bool, string) {
 			reported := map[string]bool{}
 			for _, e := range a.manifestErrors() {
 				if e["source"] == "file" {

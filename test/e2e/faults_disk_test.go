@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -121,7 +122,7 @@ func mountSmallDisk(t *testing.T, dir string) {
 func (a *agent) waitNoSpace(name, ctr, dir string) string {
 	a.t.Helper()
 	var state string
-	waitFor(a.t, time.Minute, name+"'s "+ctr+" waiting, saying the disk is full", func() (bool, string) {
+	polltest.Until(a.t, time.Minute, name+"'s "+ctr+" waiting, saying the disk is full", func() (bool, string) {
 		p := a.pod(name)
 		if p == nil {
 			return false, "not on /pods"
@@ -161,7 +162,7 @@ func TestFaultFullDisk(t *testing.T) {
 		a.writeManifest("before.yaml", diskPod("before", true))
 		before := containerStatus(a.waitRunning("before", time.Minute), "main").ContainerID
 		a.writeManifest("staged.yaml", stagedPod("staged"))
-		waitFor(t, time.Minute, "staged's init container running", func() (bool, string) {
+		polltest.Until(t, time.Minute, "staged's init container running", func() (bool, string) {
 			p := a.pod("staged")
 			if p == nil || len(p.Status.InitContainerStatuses) == 0 {
 				return false, "no init container status"
@@ -172,7 +173,7 @@ func TestFaultFullDisk(t *testing.T) {
 		// The agent runs on: healthy, the running pod untouched.
 		check := func(when string) {
 			t.Helper()
-			holdsFor(t, 2*time.Second, "the agent healthy and the running pod untouched "+when, func() (bool, string) {
+			polltest.Holds(t, 2*time.Second, "the agent healthy and the running pod untouched "+when, func() (bool, string) {
 				body, code, err := a.get(a.healthz, "/healthz")
 				p := a.pod("before")
 				ok := a.alive() && err == nil && code == 200 && p != nil && allRunning(p) && containerStatus(p, "main").ContainerID == before && containerStatus(p, "main").RestartCount == 0

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -146,7 +147,7 @@ func TestFaultHTTPSourceFlapping(t *testing.T) {
 		a := startAgent(t, rt, "--manifest-url", srv.URL+"/pods.yaml", "--http-check-frequency", "200ms")
 		ctx := context.Background()
 		first := map[string]string{"web": "1", "db": "1"}
-		waitFor(t, time.Minute, "the URL's pods running", func() (bool, string) { return a.convergedTo(ctx, first, "main") })
+		polltest.Until(t, time.Minute, "the URL's pods running", func() (bool, string) { return a.convergedTo(ctx, first, "main") })
 		ids := a.runningIDs(ctx, "web", "db")
 		records := a.podContainers("web", "db")
 
@@ -198,14 +199,14 @@ func TestFaultHTTPSourceFlapping(t *testing.T) {
 		for _, f := range faults {
 			t0 := time.Now()
 			srv.set(f.answer, "")
-			waitFor(t, f.within, "the "+f.answer+" answer reported", func() (bool, string) {
+			polltest.Until(t, f.within, "the "+f.answer+" answer reported", func() (bool, string) {
 				e := a.httpError()
 				return strings.Contains(e, f.reason), fmt.Sprintf("http error %q, want one naming %q", e, f.reason)
 			})
 			t.Logf("%s: reported after %v: %s", f.answer, time.Since(t0).Round(time.Millisecond), a.httpError())
 			t0 = time.Now()
 			srv.set(answerGood, "")
-			waitFor(t, 10*time.Second, "the error gone once the URL answers well again", func() (bool, string) {
+			polltest.Until(t, 10*time.Second, "the error gone once the URL answers well again", func() (bool, string) {
 				e := a.httpError()
 				return e == "", e
 			})
@@ -220,7 +221,7 @@ func TestFaultHTTPSourceFlapping(t *testing.T) {
 			time.Sleep(100 * time.Millisecond) // pacing only: the sampler checks
 		}
 		srv.set(answerGood, "")
-		waitFor(t, 10*time.Second, "the error gone after the flapping", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "the error gone after the flapping", func() (bool, string) {
 			e := a.httpError()
 			return e == "", e
 		})
@@ -239,7 +240,7 @@ func TestFaultHTTPSourceFlapping(t *testing.T) {
 		// A new good set: web edited, db gone, cache new.
 		srv.set(answerGood, podList(revisionPod("web", 2), revisionPod("cache", 1)))
 		second := map[string]string{"web": "2", "cache": "1"}
-		waitFor(t, time.Minute, "the new good set applied", func() (bool, string) { return a.convergedTo(ctx, second, "main") })
+		polltest.Until(t, time.Minute, "the new good set applied", func() (bool, string) { return a.convergedTo(ctx, second, "main") })
 		if e := a.httpError(); e != "" {
 			t.Errorf("/manifests/errors still reports %q", e)
 		}

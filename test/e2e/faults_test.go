@@ -27,6 +27,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -377,13 +378,13 @@ func (a *agent) waitClean(w *sandboxWatcher, timeout time.Duration) {
 	}
 }
 
-// waitForLogged is waitFor that also logs, with the time since it began,
+// waitForLogged is polltest.Until that also logs, with the time since it began,
 // each new summary cond gives of the state: a slow wait shows what it
 // waited on.
 func waitForLogged(t *testing.T, timeout time.Duration, what string, cond func() (ok bool, state, summary string)) {
 	t.Helper()
 	t0, last := time.Now(), ""
-	waitFor(t, timeout, what, func() (bool, string) {
+	polltest.Until(t, timeout, what, func() (bool, string) {
 		ok, state, summary := cond()
 		if summary != last {
 			t.Logf("%v: %s", time.Since(t0).Round(time.Millisecond), summary)

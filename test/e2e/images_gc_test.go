@@ -16,6 +16,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -60,11 +61,11 @@ spec:
 		a.args = append(a.args, "--image-gc-high-threshold", "1", "--image-gc-low-threshold", "0",
 			"--minimum-image-ttl-duration", "0s", "--image-gc-period", "2s")
 		a.restart()
-		waitFor(t, 30*time.Second, probe+" removed", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, probe+" removed", func() (bool, string) {
 			return a.removedImage(probe) && !imagePresent(t, rt, probe), a.logLineWith("Removed unused image")
 		})
 		// Two more passes: nothing else goes while the pod runs.
-		waitFor(t, 30*time.Second, "two more passes", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "two more passes", func() (bool, string) {
 			n := a.countLogLines("Image filesystem usage is over the high threshold")
 			return n >= 3, fmt.Sprintf("%d passes", n)
 		})
@@ -87,13 +88,13 @@ spec:
 		// The log line comes once RemoveImage returns, which on containerd
 		// 1.6 is after CRI stops showing the image (it collects the
 		// image's content first).
-		waitFor(t, 60*time.Second, busybox+" removed once its pod is gone", func() (bool, string) {
+		polltest.Until(t, 60*time.Second, busybox+" removed once its pod is gone", func() (bool, string) {
 			return a.removedImage(busybox) && !imagePresent(t, rt, busybox), a.logLineWith("Removed unused image")
 		})
 		// A pass that started after that one ended keeps the sandbox image
 		// too, though no pod uses it now.
 		passes := a.countLogLines("Image filesystem usage is over the high threshold")
-		waitFor(t, 30*time.Second, "two more passes", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "two more passes", func() (bool, string) {
 			n := a.countLogLines("Image filesystem usage is over the high threshold")
 			return n >= passes+2, fmt.Sprintf("%d passes", n-passes)
 		})
@@ -182,7 +183,7 @@ spec:
 
 		a.stop()
 		a.restart()
-		waitFor(t, 30*time.Second, "both archives skipped after the restart", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "both archives skipped after the restart", func() (bool, string) {
 			n := a.countLogLines("Image archive already imported")
 			return n == 2, fmt.Sprintf("%d skipped", n)
 		})

@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -86,7 +87,7 @@ func TestImagePullNever(t *testing.T) {
 			t.Errorf("message %q does not name the image", w.Message)
 		}
 		// Let the worker retry a few times: still nothing pulled.
-		waitFor(t, 30*time.Second, "the sync retried", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "the sync retried", func() (bool, string) {
 			n := a.countLogLines("Pod sync failed; will retry")
 			return n >= 3, fmt.Sprintf("%d failed syncs", n)
 		})
@@ -252,7 +253,7 @@ spec:
 		reg.push(t, variant("b"), pullRepo, tag)
 		a.writeManifest("always.yaml", manifest("2"))
 		var second *v1.ContainerStatus
-		waitFor(t, 60*time.Second, "restart with the new image", func() (bool, string) {
+		polltest.Until(t, 60*time.Second, "restart with the new image", func() (bool, string) {
 			pod = a.pod("always")
 			second = containerStatus(pod, "main")
 			return second != nil && second.State.Running != nil && second.RestartCount == 1, describe(pod)
@@ -339,7 +340,7 @@ spec:
 func (a *agent) waitWaiting(name, container string, timeout time.Duration, reasons ...string) *v1.ContainerStateWaiting {
 	a.t.Helper()
 	var w *v1.ContainerStateWaiting
-	waitFor(a.t, timeout, fmt.Sprintf("%s/%s waiting with %s", name, container, strings.Join(reasons, " or ")), func() (bool, string) {
+	polltest.Until(a.t, timeout, fmt.Sprintf("%s/%s waiting with %s", name, container, strings.Join(reasons, " or ")), func() (bool, string) {
 		pod := a.pod(name)
 		if pod == nil {
 			return false, "not on /pods"
@@ -358,7 +359,7 @@ func (a *agent) waitWaiting(name, container string, timeout time.Duration, reaso
 func (a *agent) waitLog(pod *v1.Pod, container string, restart int, want string) {
 	a.t.Helper()
 	path := a.containerLog(pod, container, restart)
-	waitFor(a.t, 15*time.Second, fmt.Sprintf("%q in %s", want, path), func() (bool, string) {
+	polltest.Until(a.t, 15*time.Second, fmt.Sprintf("%q in %s", want, path), func() (bool, string) {
 		b, err := os.ReadFile(path)
 		return err == nil && strings.Contains(string(b), want), fmt.Sprintf("%q (err %v)", b, err)
 	})

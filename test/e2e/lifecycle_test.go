@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -92,7 +93,7 @@ spec:
 		}
 		appLog, proxyLog := open("app"), open("proxy")
 		a.removeManifest("sidecar.yaml")
-		waitFor(t, 30*time.Second, "sidecar pod gone", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "sidecar pod gone", func() (bool, string) {
 			return a.pod("sidecar") == nil && !sandboxExists(t.Context(), t, rt, pod.Name), "still there"
 		})
 		appOut, _ := io.ReadAll(appLog)
@@ -160,7 +161,7 @@ spec:
 `, env.busybox, port))
 		pod := a.waitRunning("hooks", 60*time.Second)
 		logPath := a.containerLog(pod, "exec", 0)
-		waitFor(t, 10*time.Second, "the container saw its postStart hook's file", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "the container saw its postStart hook's file", func() (bool, string) {
 			b, err := os.ReadFile(logPath)
 			return err == nil && strings.Contains(string(b), "post-start-ran"), fmt.Sprintf("%q %v", b, err)
 		})
@@ -172,7 +173,7 @@ spec:
 
 		start := time.Now()
 		a.removeManifest("hooks.yaml")
-		waitFor(t, 30*time.Second, "hooks pod gone", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "hooks pod gone", func() (bool, string) {
 			return a.pod("hooks") == nil && !sandboxExists(t.Context(), t, rt, pod.Name), "still there"
 		})
 		took := time.Since(start)
@@ -209,7 +210,7 @@ spec:
         exec:
           command: ["sh", "-c", "exit 3"]
 `, env.busybox))
-		waitFor(t, 30*time.Second, "failed postStart kills the container", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "failed postStart kills the container", func() (bool, string) {
 			p := a.pod("bad-hook")
 			if p == nil {
 				return false, "not on /pods"

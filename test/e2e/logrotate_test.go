@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -48,7 +49,7 @@ spec:
 			sort.Strings(names)
 			return names
 		}
-		waitFor(t, 60*time.Second, "two rotations, one of them gzipped", func() (bool, string) {
+		polltest.Until(t, 60*time.Second, "two rotations, one of them gzipped", func() (bool, string) {
 			entries, _ := os.ReadDir(dir)
 			var names []string
 			gz := 0
@@ -70,7 +71,7 @@ spec:
 		}
 		// The current log is briefly absent while it is rotated (renamed,
 		// then reopened by the runtime): wait for it to be back and written.
-		waitFor(t, 10*time.Second, "the runtime writing the current log again", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "the runtime writing the current log again", func() (bool, string) {
 			st, err := os.Stat(filepath.Join(dir, "0.log"))
 			if err != nil {
 				return false, err.Error()
@@ -79,7 +80,7 @@ spec:
 		})
 		// A rotation can land between the check above and this read, leaving
 		// the current log empty for a moment: read until a line is there.
-		waitFor(t, 10*time.Second, "the last line through `minikubelet logs`", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "the last line through `minikubelet logs`", func() (bool, string) {
 			out, _, err := a.cli("logs", "chatty", "--tail", "1")
 			if err != nil {
 				return false, err.Error()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -46,7 +47,7 @@ spec:
 			a.writeManifest(b.file, b.content)
 		}
 		for _, b := range bad {
-			waitFor(t, 10*time.Second, "error for "+b.file, func() (bool, string) {
+			polltest.Until(t, 10*time.Second, "error for "+b.file, func() (bool, string) {
 				line := a.logLineWith(b.file)
 				if line == "" {
 					return false, "no log line names the file"
@@ -78,7 +79,7 @@ spec:
 
 		// The good file turns bad: its last good version keeps running.
 		a.writeManifest("good.yaml", strings.Replace(good, "containers:", "containerz:", 1))
-		waitFor(t, 10*time.Second, "error for good.yaml", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "error for good.yaml", func() (bool, string) {
 			line := a.logLineWith("good.yaml")
 			return strings.Contains(line, "containerz"), line
 		})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -40,7 +41,7 @@ spec:
 `, env.busybox))
 		pod := a.waitRunning("hostns", 60*time.Second)
 		want := fmt.Sprintf("ipc=%s pid=%s", hostIPC, hostPID)
-		waitFor(t, 10*time.Second, "the container in the node's namespaces", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "the container in the node's namespaces", func() (bool, string) {
 			b, err := os.ReadFile(a.containerLog(pod, "main", 0))
 			return err == nil && strings.Contains(string(b), want), fmt.Sprintf("log %q, want %q", b, want)
 		})

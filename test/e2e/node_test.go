@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/apitest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
@@ -124,7 +125,7 @@ func (n *nodeEnv) ctx() context.Context {
 func (n *nodeEnv) waitNodeReady(timeout time.Duration) *v1.Node {
 	n.t.Helper()
 	var node *v1.Node
-	waitFor(n.t, timeout, "node Ready", func() (bool, string) {
+	polltest.Until(n.t, timeout, "node Ready", func() (bool, string) {
 		got, err := n.client.CoreV1().Nodes().Get(n.ctx(), n.a.node, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -144,7 +145,7 @@ func (n *nodeEnv) waitNodeReady(timeout time.Duration) *v1.Node {
 func (n *nodeEnv) waitAPIPod(name string, timeout time.Duration, what string, cond func(*v1.Pod) bool) *v1.Pod {
 	n.t.Helper()
 	var pod *v1.Pod
-	waitFor(n.t, timeout, what, func() (bool, string) {
+	polltest.Until(n.t, timeout, what, func() (bool, string) {
 		got, err := n.client.CoreV1().Pods(n.ns).Get(n.ctx(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -310,7 +311,7 @@ spec:
 			return p.UID != mirror.UID && p.DeletionTimestamp == nil
 		})
 		n.a.removeManifest("static.yaml")
-		waitFor(t, 60*time.Second, "mirror pod removed with its static pod", func() (bool, string) {
+		polltest.Until(t, 60*time.Second, "mirror pod removed with its static pod", func() (bool, string) {
 			_, err := n.client.CoreV1().Pods(n.ns).Get(n.ctx(), mirrorName, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
@@ -370,16 +371,13 @@ func TestNodeAPIServerOutage(t *testing.T) {
 
 		srv.StopAPIServer()
 		t.Log("kube-apiserver stopped for 30s")
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
+		polltest.Holds(t, 30*time.Second, "the agent up and pod web running while the apiserver is down", func() (bool, string) {
 			if !n.a.alive() {
-				t.Fatal("the agent exited while the apiserver was down")
+				return false, "the agent exited"
 			}
-			if local := n.localPod("web"); local == nil || !allRunning(local) {
-				t.Fatalf("pod web not running on the node while the apiserver is down: %+v", local)
-			}
-			time.Sleep(2 * time.Second)
-		}
+			local := n.localPod("web")
+			return local != nil && allRunning(local), fmt.Sprintf("pod web on the node: %+v", local)
+		})
 		if _, code, err := n.a.get(n.a.healthz, "/healthz"); err != nil || code != 200 {
 			t.Errorf("/healthz while the apiserver is down: %d %v", code, err)
 		}
@@ -394,7 +392,7 @@ func TestNodeAPIServerOutage(t *testing.T) {
 		if b, a := before.Status.ContainerStatuses[0], after.Status.ContainerStatuses[0]; b.ContainerID != a.ContainerID || a.RestartCount != 0 || after.UID != before.UID {
 			t.Errorf("pod web was restarted by the outage: container %s -> %s, restarts %d", b.ContainerID, a.ContainerID, a.RestartCount)
 		}
-		waitFor(t, 30*time.Second, "lease renewed after the outage", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "lease renewed after the outage", func() (bool, string) {
 			l, err := n.client.CoordinationV1().Leases("kube-node-lease").Get(n.ctx(), n.a.node, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()

@@ -13,6 +13,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -114,7 +115,7 @@ func (s *supervisor) snapshot() []notification {
 func (s *supervisor) waitFor(timeout time.Duration, line string) int {
 	s.t.Helper()
 	idx := -1
-	waitFor(s.t, timeout, line, func() (bool, string) {
+	polltest.Until(s.t, timeout, line, func() (bool, string) {
 		msgs := s.snapshot()
 		for i, m := range msgs {
 			if m.has(line) {
@@ -131,7 +132,7 @@ func (s *supervisor) waitFor(timeout time.Duration, line string) int {
 func (s *supervisor) waitForStatus(timeout time.Duration, from int, prefix string) string {
 	s.t.Helper()
 	var got string
-	waitFor(s.t, timeout, "STATUS="+prefix+"...", func() (bool, string) {
+	polltest.Until(s.t, timeout, "STATUS="+prefix+"...", func() (bool, string) {
 		msgs := s.snapshot()
 		for _, m := range msgs[min(from, len(msgs)):] {
 			if st, ok := m.status(); ok && strings.HasPrefix(st, prefix) {
@@ -242,7 +243,7 @@ spec:
 		sup.waitForStatus(60*time.Second, ready+1, "Running 1 pod")
 
 		// The watchdog's rhythm after READY=1: one ping every second.
-		waitFor(t, 30*time.Second, "6 watchdog pings after READY=1", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "6 watchdog pings after READY=1", func() (bool, string) {
 			return len(pings(sup.snapshot()[ready:])) >= 6, ""
 		})
 		p := pings(sup.snapshot()[ready:])

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -24,7 +25,7 @@ func TestPLEGModeFollowsRuntime(t *testing.T) {
 		if evented {
 			want = `minikubelet_pleg_mode{mode="evented"} 1`
 		}
-		waitFor(t, 15*time.Second, want+" on /metrics", func() (bool, string) {
+		polltest.Until(t, 15*time.Second, want+" on /metrics", func() (bool, string) {
 			body, _, err := a.get(a.port, "/metrics")
 			return err == nil && strings.Contains(body, want), fmt.Sprint(err)
 		})
@@ -57,7 +58,7 @@ spec:
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "the kill seen without a relist", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "the kill seen without a relist", func() (bool, string) {
 			p := a.pod("victim")
 			if p == nil {
 				return false, "not on /pods"

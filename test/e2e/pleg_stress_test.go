@@ -13,6 +13,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -155,7 +156,7 @@ func stress(t *testing.T, rt *ctrdtest.Containerd, mode string) {
 			a.writeManifest(fmt.Sprintf("stress-%d.yaml", i), stressPod(i, rev[i]))
 		}
 	}
-	waitFor(t, 90*time.Second, "every stress pod's steady container running", func() (bool, string) {
+	polltest.Until(t, 90*time.Second, "every stress pod's steady container running", func() (bool, string) {
 		pods, err := a.pods()
 		if err != nil {
 			return false, err.Error()

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/sources/file"
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -81,7 +82,7 @@ func TestEditRestartsOnlyChangedContainer(t *testing.T) {
 			t.Errorf("%d containers running after the edit, want 2", running)
 		}
 		// The new b logs to 1.log, as the kubelet numbers restarts.
-		waitFor(t, 10*time.Second, "b's new log", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "b's new log", func() (bool, string) {
 			b, err := os.ReadFile(a.containerLog(after, "b", 1))
 			return err == nil && strings.Contains(string(b), "two"), fmt.Sprintf("%q %v", b, err)
 		})
@@ -126,7 +127,7 @@ spec:
 		// file with the pod, and the open file still shows what was
 		// written.
 		logPath := a.containerLog(polite, "main", 0)
-		waitFor(t, 10*time.Second, "polite ready", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "polite ready", func() (bool, string) {
 			b, err := os.ReadFile(logPath)
 			return err == nil && strings.Contains(string(b), "ready"), fmt.Sprintf("%q %v", b, err)
 		})
@@ -142,7 +143,7 @@ spec:
 		a.removeManifest("polite.yaml")
 		a.removeManifest("stubborn.yaml")
 
-		waitFor(t, 10*time.Second, "polite pod gone", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "polite pod gone", func() (bool, string) {
 			return a.pod("polite") == nil && !sandboxExists(ctx, t, rt, polite.Name), "still there"
 		})
 		politeGone := time.Since(start)
@@ -156,7 +157,7 @@ spec:
 		// agent takes the manifest as deleted: file.RecreateWindow after
 		// the file went.
 		var stoppedAfter time.Duration
-		waitFor(t, (grace+10)*time.Second, "stubborn container stopped", func() (bool, string) {
+		polltest.Until(t, (grace+10)*time.Second, "stubborn container stopped", func() (bool, string) {
 			resp, err := rt.Runtime().ContainerStatus(ctx, stubbornID, false)
 			if err != nil || resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
 				stoppedAfter = time.Since(start)
@@ -167,7 +168,7 @@ spec:
 		if stoppedAfter < grace*time.Second || stoppedAfter > (grace+1)*time.Second+500*time.Millisecond+file.RecreateWindow {
 			t.Errorf("stubborn container stopped %v after the delete, want the grace deadline %ds after the window %v (within a second)", stoppedAfter, grace, file.RecreateWindow)
 		}
-		waitFor(t, 10*time.Second, "stubborn pod gone", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "stubborn pod gone", func() (bool, string) {
 			return a.pod("stubborn") == nil && !sandboxExists(ctx, t, rt, stubborn.Name), "still there"
 		})
 		t.Logf("polite pod gone after %v, stubborn container killed after %v (grace %ds)", politeGone.Round(time.Millisecond), stoppedAfter.Round(time.Millisecond), grace)
@@ -182,7 +183,7 @@ spec:
 		// The worker removes the pod's logs right after its sandbox, so
 		// they may outlive the sandbox by a moment.
 		for _, p := range []string{a.containerLog(polite, "main", 0), a.containerLog(stubborn, "main", 0)} {
-			waitFor(t, 10*time.Second, "log "+p+" removed with its pod", func() (bool, string) {
+			polltest.Until(t, 10*time.Second, "log "+p+" removed with its pod", func() (bool, string) {
 				_, err := os.Stat(p)
 				return os.IsNotExist(err), fmt.Sprintf("stat: %v", err)
 			})
@@ -207,7 +208,7 @@ spec:
     image: %s
     command: ["sh", "-c", "sleep 1; exit 3"]
 `, env.busybox))
-		waitFor(t, 30*time.Second, "container terminated with exit code 3", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "container terminated with exit code 3", func() (bool, string) {
 			pod := a.pod("exit")
 			if pod == nil {
 				return false, "not on /pods"
@@ -218,7 +219,7 @@ spec:
 			return ok, describe(pod)
 		})
 		// A finished pod keeps no sandbox running (its IP is freed).
-		waitFor(t, 10*time.Second, "sandbox of the finished pod stopped", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "sandbox of the finished pod stopped", func() (bool, string) {
 			sandboxes, _, err := runtimePods(context.Background(), rt, a.node)
 			if err != nil || len(sandboxes) != 1 {
 				return false, fmt.Sprintf("%v %v", sandboxes, err)
@@ -234,7 +235,7 @@ func (a *agent) waitReplaced(name, container string, before *v1.Pod) *v1.Pod {
 	a.t.Helper()
 	old := containerStatus(before, container).ContainerID
 	var after *v1.Pod
-	waitFor(a.t, 30*time.Second, container+" restarted with the new spec", func() (bool, string) {
+	polltest.Until(a.t, 30*time.Second, container+" restarted with the new spec", func() (bool, string) {
 		after = a.pod(name)
 		if after == nil {
 			return false, "pod gone"

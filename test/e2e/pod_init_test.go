@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -69,7 +70,7 @@ spec:
     image: %[1]s
     command: ["sleep", "3600"]
 `, env.busybox))
-		waitFor(t, 30*time.Second, "init-fails pod Failed", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "init-fails pod Failed", func() (bool, string) {
 			p := a.pod("init-fails")
 			if p == nil {
 				return false, "not on /pods"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/minikubelet/minikubelet/agent/sources/file"
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -33,7 +34,7 @@ func TestDeleteThenCreateIsAnEdit(t *testing.T) {
 			t.Fatalf("pod has no IP: %s", describe(before))
 		}
 		aLog := a.containerLog(before, "a", 0)
-		waitFor(t, 10*time.Second, "a's first log line", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "a's first log line", func() (bool, string) {
 			b, err := os.ReadFile(aLog)
 			return err == nil && strings.Contains(string(b), "a-started"), fmt.Sprintf("%q %v", b, err)
 		})
@@ -76,7 +77,7 @@ func TestDeleteThenCreateIsAnEdit(t *testing.T) {
 		if b, err := os.ReadFile(aLog); err != nil || !strings.Contains(string(b), "a-started") {
 			t.Errorf("a's log lost its first line: %q %v", b, err)
 		}
-		waitFor(t, 10*time.Second, "b's new log", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "b's new log", func() (bool, string) {
 			b, err := os.ReadFile(a.containerLog(after, "b", 1))
 			return err == nil && strings.Contains(string(b), "two"), fmt.Sprintf("%q %v", b, err)
 		})
@@ -91,7 +92,7 @@ func TestDeleteThenCreateIsAnEdit(t *testing.T) {
 			t.Fatal(err)
 		}
 		var offPods time.Duration
-		waitFor(t, 30*time.Second, "pod terminated and removed", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "pod terminated and removed", func() (bool, string) {
 			if offPods == 0 && a.pod("edit") == nil {
 				offPods = time.Since(start)
 			}

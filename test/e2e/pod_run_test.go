@@ -10,6 +10,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -70,7 +71,7 @@ spec:
 		// The greeter's log, where the kubelet would write it.
 		logPath := a.containerLog(pod, "greeter", 0)
 		want := "hello from /tmp on " + a.node
-		waitFor(t, 10*time.Second, "greeter log", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "greeter log", func() (bool, string) {
 			b, err := os.ReadFile(logPath)
 			return err == nil && strings.Contains(string(b), want), fmt.Sprintf("%q (err %v)", b, err)
 		})

@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -20,7 +21,7 @@ import (
 func setProbeState(t *testing.T, pod *v1.Pod, port int, query string) {
 	t.Helper()
 	url := fmt.Sprintf("http://%s:%d/set?%s", pod.Status.PodIP, port, query)
-	waitFor(t, 10*time.Second, "probeserver accepts "+query, func() (bool, string) {
+	polltest.Until(t, 10*time.Second, "probeserver accepts "+query, func() (bool, string) {
 		resp, err := http.Get(url) //nolint:noctx // a test's own URL
 		if err != nil {
 			return false, err.Error()
@@ -36,7 +37,7 @@ func setProbeState(t *testing.T, pod *v1.Pod, port int, query string) {
 func (a *agent) waitReady(name, container string, want bool, timeout time.Duration) *v1.Pod {
 	a.t.Helper()
 	var pod *v1.Pod
-	waitFor(a.t, timeout, fmt.Sprintf("%s/%s ready=%v", name, container, want), func() (bool, string) {
+	polltest.Until(a.t, timeout, fmt.Sprintf("%s/%s ready=%v", name, container, want), func() (bool, string) {
 		pod = a.pod(name)
 		if pod == nil {
 			return false, "not on /pods"
@@ -181,7 +182,7 @@ spec:
 		}
 
 		setProbeState(t, pod, 8080, "http=500")
-		waitFor(t, 30*time.Second, "the container restarted after failing liveness", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "the container restarted after failing liveness", func() (bool, string) {
 			p := a.pod("live")
 			cs := containerStatus(p, "app")
 			return cs != nil && cs.RestartCount == 1 && cs.State.Running != nil && cs.LastTerminationState.Terminated != nil, describe(p)
@@ -216,7 +217,7 @@ spec:
       failureThreshold: 1
       terminationGracePeriodSeconds: 2
 `, env.busybox))
-		waitFor(t, 60*time.Second, "the stubborn container killed and restarted", func() (bool, string) {
+		polltest.Until(t, 60*time.Second, "the stubborn container killed and restarted", func() (bool, string) {
 			p := a.pod("stubborn")
 			if p == nil {
 				return false, "not on /pods"
@@ -263,14 +264,10 @@ spec:
       periodSeconds: 1
 `, env.probeserver))
 		pod := a.waitRunning("startup", 90*time.Second)
-		deadline := time.Now().Add(4 * time.Second)
-		for time.Now().Before(deadline) {
+		polltest.Holds(t, 4*time.Second, "not started, not ready and not restarted before the startup probe passes", func() (bool, string) {
 			cs := containerStatus(a.pod("startup"), "app")
-			if cs.RestartCount != 0 || cs.Ready || cs.Started == nil || *cs.Started {
-				t.Fatalf("before the startup probe passed: restarts %d ready %v started %v", cs.RestartCount, cs.Ready, cs.Started)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return cs.RestartCount == 0 && !cs.Ready && cs.Started != nil && !*cs.Started, fmt.Sprintf("restarts %d ready %v started %v", cs.RestartCount, cs.Ready, cs.Started)
+		})
 		setProbeState(t, pod, 8080, "exec=0&startup=200")
 		pod = a.waitReady("startup", "app", true, 20*time.Second)
 		cs := containerStatus(pod, "app")
@@ -279,7 +276,7 @@ spec:
 		}
 		// Liveness now runs: failing it restarts the container.
 		setProbeState(t, pod, 8080, "exec=1")
-		waitFor(t, 30*time.Second, "restart after liveness failure", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "restart after liveness failure", func() (bool, string) {
 			p := a.pod("startup")
 			return containerStatus(p, "app").RestartCount >= 1, describe(p)
 		})

@@ -22,6 +22,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -123,7 +124,7 @@ http:
 	t.Cleanup(r.stop)
 
 	client := &http.Client{Timeout: 2 * time.Second}
-	waitFor(t, 15*time.Second, "registry at "+r.addr, func() (bool, string) {
+	polltest.Until(t, 15*time.Second, "registry at "+r.addr, func() (bool, string) {
 		select {
 		case <-r.exited:
 			t.Fatalf("registry exited: %s", r.logTail())

@@ -9,6 +9,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -60,7 +61,7 @@ spec:
 
 		// The URL fails: its pod is unknown to the agent for now, and must
 		// be left running.
-		waitFor(t, 10*time.Second, "the URL's failure reported", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "the URL's failure reported", func() (bool, string) {
 			for _, e := range a.manifestErrors() {
 				if e["source"] == "http" && strings.Contains(e["error"], "503") {
 					return true, ""
@@ -69,12 +70,10 @@ spec:
 			return false, fmt.Sprint(a.manifestErrors())
 		})
 		urlID := strings.TrimPrefix(containerStatus(urlBefore, "main").ContainerID, "containerd://")
-		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		polltest.Holds(t, 3*time.Second, "the pod of a slow source untouched while the source fails", func() (bool, string) {
 			resp, err := rt.Runtime().ContainerStatus(ctx, urlID, false)
-			if err != nil || resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
-				t.Fatalf("the pod of a slow source was touched while the source failed: %v %v", resp.GetStatus().GetState(), err)
-			}
-		}
+			return err == nil && resp.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING, fmt.Sprintf("%v %v", resp.GetStatus().GetState(), err)
+		})
 
 		srv.set(200, sleeperPod("from-url"))
 		urlAfter := a.waitRunning("from-url", 30*time.Second)
@@ -143,7 +142,7 @@ func TestRestartTerminatesVanishedKeepsBadAndForeign(t *testing.T) {
 		a.writeManifest("broken.yaml", strings.Replace(sleeperPod("broken"), "containers:", "containerz:", 1))
 		a.restart()
 
-		waitFor(t, 30*time.Second, "the vanished manifest's pod removed from the runtime", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "the vanished manifest's pod removed from the runtime", func() (bool, string) {
 			return !sandboxExists(ctx, t, rt, gone.Name), "still there"
 		})
 		brokenID := strings.TrimPrefix(containerStatus(broken, "main").ContainerID, "containerd://")
@@ -178,7 +177,7 @@ func TestRestartAppliesEditMadeWhileDown(t *testing.T) {
 		a.restart()
 		oldB := containerStatus(before, "b").ContainerID
 		var after = before
-		waitFor(t, 30*time.Second, "b restarted with the spec edited while the agent was down", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "b restarted with the spec edited while the agent was down", func() (bool, string) {
 			after = a.pod("edit")
 			if after == nil {
 				return false, "not on /pods"

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 	"github.com/minikubelet/minikubelet/test/dbustest"
 )
@@ -59,7 +60,7 @@ func (b *shutdownBed) powerOff(t *testing.T, timeout time.Duration) (asked, proc
 	if err := b.logind.PowerOff(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, timeout, "logind to go on with the shutdown", func() (bool, string) {
+	polltest.Until(t, timeout, "logind to go on with the shutdown", func() (bool, string) {
 		return len(b.systemd.Starts()) > n, fmt.Sprintf("%d StartUnit calls", len(b.systemd.Starts()))
 	})
 	st := b.systemd.Starts()[n]
@@ -103,7 +104,7 @@ func readAll(t *testing.T, f *os.File) string {
 // then SIGTERM would kill its shell outright.
 func waitUp(t *testing.T, a *agent, pod *v1.Pod, name string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, name+" to set its trap", func() (bool, string) {
+	polltest.Until(t, 30*time.Second, name+" to set its trap", func() (bool, string) {
 		b, err := os.ReadFile(a.containerLog(pod, "main", 0))
 		return err == nil && strings.Contains(string(b), name+"-up"), fmt.Sprintf("log %q, %v", b, err)
 	})
@@ -149,7 +150,7 @@ func TestShutdownGraceful(t *testing.T) {
 			args: []string{"--shutdown-grace-period=20s", "--shutdown-grace-period-critical-pods=5s", "--logind-conf-dir", dropIns},
 			env:  []string{"DBUS_SYSTEM_BUS_ADDRESS=" + bed.bus.Address},
 		})
-		waitFor(t, 20*time.Second, "the agent's inhibitor lock", func() (bool, string) {
+		polltest.Until(t, 20*time.Second, "the agent's inhibitor lock", func() (bool, string) {
 			_, ok := bed.agentLock(t, a)
 			return ok, "none"
 		})
@@ -209,7 +210,7 @@ func TestShutdownGraceful(t *testing.T) {
 
 		for _, name := range []string{"app", "critical"} {
 			var pod *v1.Pod
-			waitFor(t, 10*time.Second, name+" Failed/Terminated", func() (bool, string) {
+			polltest.Until(t, 10*time.Second, name+" Failed/Terminated", func() (bool, string) {
 				pod = a.pod(name)
 				if pod == nil {
 					return false, "not on /pods"
@@ -230,16 +231,15 @@ func TestShutdownGraceful(t *testing.T) {
 
 		// A pod added while the node shuts down does not start.
 		a.writeManifest("late.yaml", trapPod("late", "", 0))
-		waitFor(t, 10*time.Second, "the late pod on /pods", func() (bool, string) { return a.pod("late") != nil, "not yet" })
-		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			if sandboxExists(ctx, t, rt, a.podName("late")) || sandboxExists(ctx, t, rt, app.Name) {
-				t.Fatal("a pod started while the node shuts down")
-			}
-		}
+		polltest.Until(t, 10*time.Second, "the late pod on /pods", func() (bool, string) { return a.pod("late") != nil, "not yet" })
+		polltest.Holds(t, 2*time.Second, "no pod starting while the node shuts down", func() (bool, string) {
+			late, old := sandboxExists(ctx, t, rt, a.podName("late")), sandboxExists(ctx, t, rt, app.Name)
+			return !late && !old, fmt.Sprintf("sandbox of late: %v, of app: %v", late, old)
+		})
 
 		// Called off: the lock is taken again, and the pods run again.
 		bed.endShutdown(t)
-		waitFor(t, 20*time.Second, "the agent's lock again", func() (bool, string) {
+		polltest.Until(t, 20*time.Second, "the agent's lock again", func() (bool, string) {
 			_, ok := bed.agentLock(t, a)
 			return ok, "none"
 		})
@@ -273,14 +273,10 @@ func TestShutdownWithoutGracePeriod(t *testing.T) {
 		if took := proceeded.Sub(asked); took > 3*time.Second {
 			t.Errorf("logind went on %v after PowerOff; nothing should have delayed it", took)
 		}
-		deadline := time.Now().Add(3 * time.Second)
-		for time.Now().Before(deadline) {
+		polltest.Holds(t, 3*time.Second, "the pod untouched after PowerOff", func() (bool, string) {
 			pod := a.pod("app")
-			if pod == nil || !allRunning(pod) || pod.Status.ContainerStatuses[0].RestartCount != 0 {
-				t.Fatalf("the pod changed after PowerOff: %+v", pod)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return pod != nil && allRunning(pod) && pod.Status.ContainerStatuses[0].RestartCount == 0, fmt.Sprintf("%+v", pod)
+		})
 		if out := readAll(t, appLog); strings.Contains(out, "app-term") {
 			t.Errorf("the app got SIGTERM:\n%s", out)
 		}
@@ -303,7 +299,7 @@ func TestShutdownReconnect(t *testing.T) {
 		app := a.waitRunning("app", 60*time.Second)
 		appLog := openLog(t, a, app, "main")
 		waitUp(t, a, app, "app")
-		waitFor(t, 20*time.Second, "the agent's inhibitor lock", func() (bool, string) {
+		polltest.Until(t, 20*time.Second, "the agent's inhibitor lock", func() (bool, string) {
 			_, ok := bed.agentLock(t, a)
 			return ok, "none"
 		})
@@ -311,12 +307,12 @@ func TestShutdownReconnect(t *testing.T) {
 		bed.bus.Restart(t)
 		bed.logind.Restart(t)
 		bed.systemd = dbustest.ServeSystemd(t, bed.bus, bed.logind)
-		waitFor(t, 20*time.Second, "the agent's lock on the new bus", func() (bool, string) {
+		polltest.Until(t, 20*time.Second, "the agent's lock on the new bus", func() (bool, string) {
 			_, ok := bed.agentLock(t, a)
 			return ok, "none"
 		})
 		// It logs so just after it took the lock.
-		waitFor(t, 5*time.Second, "the agent to log its reconnection", func() (bool, string) {
+		polltest.Until(t, 5*time.Second, "the agent to log its reconnection", func() (bool, string) {
 			return a.logContains("Reconnected to systemd-logind"), "not yet"
 		})
 		if d, err := bed.logind.InhibitDelayMax(t.Context()); err != nil || d != 10*time.Second {
@@ -331,7 +327,7 @@ func TestShutdownReconnect(t *testing.T) {
 		if exit := criLogTime(t, out, "app-exit"); !released.After(exit) {
 			t.Errorf("the lock was released at %v, before the app exited at %v", released.Format(time.StampMicro), exit.Format(time.StampMicro))
 		}
-		waitFor(t, 10*time.Second, "app Failed", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "app Failed", func() (bool, string) {
 			pod := a.pod("app")
 			return pod != nil && pod.Status.Phase == v1.PodFailed && pod.Status.Reason == "Terminated", fmt.Sprintf("%+v", pod)
 		})
@@ -349,7 +345,7 @@ func TestShutdownWithoutLogind(t *testing.T) {
 				args: []string{"--shutdown-grace-period=20s"},
 				env:  []string{"DBUS_SYSTEM_BUS_ADDRESS=" + addr},
 			})
-			waitFor(t, 20*time.Second, "the agent to say graceful shutdown is off", func() (bool, string) {
+			polltest.Until(t, 20*time.Second, "the agent to say graceful shutdown is off", func() (bool, string) {
 				return a.logContains("Graceful node shutdown is OFF"), "not yet"
 			})
 			a.writeManifest("app.yaml", trapPod("app", "", 0))

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -60,7 +61,7 @@ func TestFileSourceCases(t *testing.T) {
 		if err := os.WriteFile(path, []byte(rewritten), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "in-place rewrite seen", func() (bool, string) {
+		polltest.Until(t, 5*time.Second, "in-place rewrite seen", func() (bool, string) {
 			p := a.pod("late")
 			return p != nil && p.Labels["rewritten"] == "yes", fmt.Sprint(p)
 		})
@@ -91,7 +92,7 @@ func TestFileSourceCases(t *testing.T) {
 		if err := os.WriteFile(outside, []byte(relabelled), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "rescan sees the symlink target's edit", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "rescan sees the symlink target's edit", func() (bool, string) {
 			p := a.pod("linked")
 			return p != nil && p.Labels["via"] == "rescan", fmt.Sprint(p)
 		})
@@ -100,7 +101,7 @@ func TestFileSourceCases(t *testing.T) {
 		if err := os.RemoveAll(a.manifest); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 15*time.Second, "pods of a removed directory gone", func() (bool, string) {
+		polltest.Until(t, 15*time.Second, "pods of a removed directory gone", func() (bool, string) {
 			pods, err := a.pods()
 			return err == nil && len(pods) == 0, fmt.Sprintf("%d pods, %v", len(pods), err)
 		})
@@ -195,7 +196,7 @@ func TestHTTPSource(t *testing.T) {
 		if !srv.sawHeader("Authorization", "Bearer s3cret") || !srv.sawHeader("X-Node", "test") {
 			t.Errorf("the server did not get the --manifest-url-header headers")
 		}
-		waitFor(t, 10*time.Second, "the clash reported", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "the clash reported", func() (bool, string) {
 			for _, e := range a.manifestErrors() {
 				if strings.Contains(e["error"], "clash") && strings.Contains(e["error"], "clash.yaml") && strings.Contains(e["error"], srv.URL) {
 					return true, ""
@@ -207,7 +208,7 @@ func TestHTTPSource(t *testing.T) {
 		// An edit of the body updates the same pod (same UID).
 		edited := strings.Replace(sleeperPod("from-url"), "metadata:\n", "metadata:\n  labels:\n    edited: \"true\"\n", 1)
 		srv.set(200, podList(edited))
-		waitFor(t, 10*time.Second, "edit from the URL", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "edit from the URL", func() (bool, string) {
 			p := a.pod("from-url")
 			return p != nil && p.Labels["edited"] == "true", fmt.Sprint(p)
 		})
@@ -230,7 +231,7 @@ func TestHTTPSource(t *testing.T) {
 		}
 		for _, f := range failures {
 			f.set()
-			waitFor(t, 10*time.Second, f.name+" reported", func() (bool, string) {
+			polltest.Until(t, 10*time.Second, f.name+" reported", func() (bool, string) {
 				for _, e := range a.manifestErrors() {
 					if e["source"] == "http" && strings.Contains(e["error"], f.reason) {
 						return true, ""

@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -198,7 +199,7 @@ spec:
 		if line := settingsWaitLog(t, a, pod, "main", "hello="); !strings.Contains(line, "hello=from the host file=a file") {
 			t.Errorf("container read %q", line)
 		}
-		waitFor(t, 10*time.Second, "the container's file in the DirectoryOrCreate volume", func() (bool, string) {
+		polltest.Until(t, 10*time.Second, "the container's file in the DirectoryOrCreate volume", func() (bool, string) {
 			b, err := os.ReadFile(filepath.Join(host, "made", "here", "out"))
 			return err == nil && string(b) == "written\n", fmt.Sprintf("%q, %v", b, err)
 		})
@@ -234,7 +235,7 @@ spec:
 			fmt.Sprintf(`volume "data": hostPath type Directory: %s does not exist`, missing),
 			fmt.Sprintf(`volume "sock": hostPath type Socket: %s is a regular file, not a socket`, notSock),
 		}
-		waitFor(t, 30*time.Second, "missing waiting on its volumes", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "missing waiting on its volumes", func() (bool, string) {
 			p := a.pod("missing")
 			if p == nil {
 				return false, "not on /pods"
@@ -316,7 +317,7 @@ spec:
 		// A label edit reaches the file (the container may be restarted
 		// for it, with the same content read again).
 		a.writeManifest("info.yaml", manifest("back"))
-		waitFor(t, 30*time.Second, "the new label in the volume", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "the new label in the volume", func() (bool, string) {
 			p := a.pod("info")
 			if p == nil {
 				return false, "not on /pods"
@@ -373,7 +374,7 @@ spec:
 			t.Errorf("mounts under %s: %q, want two tmpfs and two subPath binds", dir, got)
 		}
 		a.removeManifest("gone.yaml")
-		waitFor(t, 60*time.Second, "the pod's directory removed", func() (bool, string) {
+		polltest.Until(t, 60*time.Second, "the pod's directory removed", func() (bool, string) {
 			_, err := os.Stat(dir)
 			return os.IsNotExist(err), fmt.Sprintf("stat: %v; mounts: %q", err, mountsUnder(t, dir))
 		})
@@ -423,7 +424,7 @@ spec:
 `, env.busybox))
 		pod := a.waitRunning("live", 60*time.Second)
 		podsDir := filepath.Join(a.dir, "root", "pods")
-		waitFor(t, 30*time.Second, "the stale pod directory removed", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "the stale pod directory removed", func() (bool, string) {
 			_, err := os.Stat(filepath.Join(podsDir, "0badc0de-stale"))
 			return os.IsNotExist(err), fmt.Sprintf("stat: %v; mounts: %q", err, mountsUnder(t, filepath.Join(podsDir, "0badc0de-stale")))
 		})

@@ -1,0 +1,491 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/minikubelet/minikubelet/internal/boundedyaml"
+)
+
+// The config file is the kubelet's: a KubeletConfiguration of this version.
+const (
+	configAPIVersion = "kubelet.config.k8s.io/v1beta1"
+	configKind       = "KubeletConfiguration"
+)
+
+// LoadFile applies the KubeletConfiguration file named by --config to c,
+// which holds the defaults with the command line fs parsed on top. Each
+// field minikubelet implements (fileFields) sets its Config field, unless
+// the field's flag was given on the command line: a flag wins over the
+// file. featureGates merge, a gate given by flag winning over the file's.
+// A field the file leaves out takes the kubelet's default for a config
+// file, which is the flag's default except for readOnlyPort (0: disabled).
+//
+// Fields the kubelet knows and minikubelet does not implement are named in
+// one warning logged with logger. Every mistake is returned at once, each
+// naming the file and the field: the file unreadable or not YAML, a wrong
+// apiVersion or kind, a field the KubeletConfiguration does not have, a
+// value of the wrong type or out of range. LoadFile does nothing when
+// --config is not set.
+func (c *Config) LoadFile(logger klog.Logger, fs *flag.FlagSet) error {
+	if c.ConfigFile == "" {
+		return nil
+	}
+	fromFile, ignored, err := readConfigFile(c.ConfigFile)
+	if err != nil {
+		return err
+	}
+	if len(ignored) > 0 {
+		logger.Info(fmt.Sprintf("Warning: config file %s: ignored: %s (minikubelet does not implement them)", c.ConfigFile, strings.Join(ignored, ", ")))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, f := range fileFields() {
+		if f.merge != nil {
+			f.merge(c, &fromFile)
+		} else if !given[f.flag] {
+			f.take(c, &fromFile)
+		}
+	}
+	return nil
+}
+
+// fileDefaults is the Config a config file's fields are applied to: the
+// kubelet's defaults for a config file.
+func fileDefaults() Config {
+	c := Default()
+	// The kubelet's --read-only-port defaults to 10255 only for the command
+	// line; a config file that does not name it turns the port off.
+	c.ReadOnlyPort = 0
+	return c
+}
+
+// maxConfigSize is the largest config file read; a KubeletConfiguration
+// is a few kilobytes.
+const maxConfigSize = 1 << 20
+
+// configYAMLLimits bound the work of decoding a config file (see
+// boundedyaml): far above what a KubeletConfiguration of a few hundred
+// fields and feature gates needs.
+var configYAMLLimits = boundedyaml.Limits{MaxIndicators: 20_000, MaxExpanded: maxConfigSize, MaxNodes: 20_000, MaxDepth: 100}
+
+// readConfigFile reads and checks the KubeletConfiguration at path. It
+// returns fileDefaults with the file's fields applied, and the top-level
+// fields of the file that minikubelet ignores, sorted.
+func readConfigFile(path string) (Config, []string, error) {
+	data, err := readAtMost(path, maxConfigSize)
+	if err != nil {
+		return Config{}, nil, fmt.Errorf("config file: %w (check --config)", err)
+	}
+	if len(data) > maxConfigSize {
+		return Config{}, nil, fmt.Errorf("config file %s: larger than %d bytes; a KubeletConfiguration is a few kilobytes (check --config)", path, maxConfigSize)
+	}
+	return parseConfigFile(path, data)
+}
+
+// readAtMost reads at most limit+1 bytes of the file at path.
+func readAtMost(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path) //nolint:gosec // G304: the file the user named with --config
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit+1))
+}
+
+// parseConfigFile is readConfigFile on data, the content of the file at
+// path.
+func parseConfigFile(path string, data []byte) (Config, []string, error) {
+	kc, top, err := decodeConfig(data)
+	if kc == nil {
+		return Config{}, nil, prefixErrors(path, err)
+	}
+	// A file with unknown fields was decoded all the same: its bad values
+	// are reported with them, all mistakes at once.
+	c, valueErr := applyConfig(kc)
+	if err := errors.Join(err, valueErr); err != nil {
+		return Config{}, nil, prefixErrors(path, err)
+	}
+	return c, ignoredFields(top), nil
+}
+
+// Bounds on the errors reported for a config file: how many lines, and
+// how long each may be.
+const (
+	maxConfigErrors   = 20
+	maxConfigErrorLen = 1024
+)
+
+// prefixErrors puts "config file PATH: " before each of the errors joined
+// (at any depth) in err, one per line: at most maxConfigErrors of them,
+// each shortened to maxConfigErrorLen bytes (a misspelled field of a
+// megabyte is quoted in part).
+func prefixErrors(path string, err error) error {
+	all := flatten(err)
+	var out []error
+	for i, e := range all {
+		if i == maxConfigErrors {
+			out = append(out, fmt.Errorf("config file %s: and %d more errors", path, len(all)-i))
+			break
+		}
+		if msg := e.Error(); len(msg) > maxConfigErrorLen {
+			e = fmt.Errorf("%s... (%d bytes)", strings.ToValidUTF8(msg[:maxConfigErrorLen], ""), len(msg))
+		}
+		out = append(out, fmt.Errorf("config file %s: %w", path, e))
+	}
+	return errors.Join(out...)
+}
+
+// flatten returns the errors that err joins, joins within joins included,
+// or err alone.
+func flatten(err error) []error {
+	// Only a join itself is taken apart, never what an error wraps.
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range joined.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
+}
+
+// decodeConfig decodes a KubeletConfiguration strictly: YAML with no
+// duplicate keys, the right apiVersion and kind, and no field the type does
+// not have. It also returns the file's top-level fields. When the only
+// errors are unknown fields, the decoded configuration is returned with
+// them.
+func decodeConfig(data []byte) (*kubeletconfig.KubeletConfiguration, map[string]json.RawMessage, error) {
+	js, err := boundedyaml.ToJSON(data, configYAMLLimits)
+	var limitErr *boundedyaml.LimitError
+	switch {
+	case errors.As(err, &limitErr):
+		return nil, nil, err
+	case err != nil:
+		// One line, so that every line of the message names the file.
+		return nil, nil, fmt.Errorf("not valid YAML: %s", strings.Join(strings.Fields(err.Error()), " "))
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(js, &top); err != nil || top == nil {
+		return nil, nil, fmt.Errorf("not a KubeletConfiguration: want a YAML mapping that starts with apiVersion: %s and kind: %s", configAPIVersion, configKind)
+	}
+	var errs []error
+	for _, want := range []struct{ field, value string }{{"apiVersion", configAPIVersion}, {"kind", configKind}} {
+		var got string
+		raw, ok := top[want.field]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("%s: missing; want %s: %s", want.field, want.field, want.value))
+		case json.Unmarshal(raw, &got) != nil || got != want.value:
+			errs = append(errs, fmt.Errorf("%s: %s is not supported; want %s: %s", want.field, raw, want.field, want.value))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
+	kc := &kubeletconfig.KubeletConfiguration{}
+	strictErrs, err := sigsjson.UnmarshalStrict(js, kc, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, nil, locateDecodeError(top, err)
+	}
+	for _, e := range strictErrs {
+		errs = append(errs, fmt.Errorf("%w: the KubeletConfiguration (%s) has no such field; check its spelling, case and indentation", e, configAPIVersion))
+	}
+	return kc, top, errors.Join(errs...)
+}
+
+// locateDecodeError names the top-level fields whose values failed to
+// decode (a bad duration, a string for a number): the decoder's own error
+// does not always name the field, and it stops at the first. It decodes
+// each field alone and reports every one that fails, or err if none does.
+func locateDecodeError(top map[string]json.RawMessage, err error) error {
+	names := make([]string, 0, len(top))
+	for name := range top {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var errs []error
+	for _, name := range names {
+		one, mErr := json.Marshal(map[string]json.RawMessage{name: top[name]})
+		if mErr != nil {
+			continue
+		}
+		if _, fErr := sigsjson.UnmarshalStrict(one, &kubeletconfig.KubeletConfiguration{}); fErr != nil {
+			errs = append(errs, fmt.Errorf("%s: %s (durations are written 20s or 1m30s; numbers and booleans without quotes)", name, strings.TrimPrefix(fErr.Error(), "json: ")))
+		}
+	}
+	if len(errs) == 0 {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// applyConfig maps the decoded file onto fileDefaults, checking each value
+// it takes; the errors name the file's fields.
+func applyConfig(kc *kubeletconfig.KubeletConfiguration) (Config, error) {
+	c := fileDefaults()
+	var errs []error
+	for _, f := range fileFields() {
+		if err := f.set(&c, kc); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
+		}
+	}
+	if len(errs) == 0 {
+		if err := checkCriticalGrace(c.ShutdownGracePeriodCriticalPods, c.ShutdownGracePeriod, "shutdownGracePeriod"); err != nil {
+			errs = append(errs, fmt.Errorf("shutdownGracePeriodCriticalPods: %w", err))
+		}
+		if err := checkGCThresholds(c.ImageGCLowThresholdPercent, c.ImageGCHighThresholdPercent, "imageGCHighThresholdPercent"); err != nil {
+			errs = append(errs, fmt.Errorf("imageGCLowThresholdPercent: %w", err))
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// ignoredFields returns the file's fields that no fileField reads, apart
+// from apiVersion and kind, sorted; a field of which only some subfields
+// are read (authentication.x509.clientCAFile) is named by the subfields it
+// has that are not.
+func ignoredFields(top map[string]json.RawMessage) []string {
+	known := map[string]bool{"apiVersion": true, "kind": true}
+	for _, f := range fileFields() {
+		known[f.name] = true
+	}
+	var out []string
+	var walk func(prefix string, fields map[string]json.RawMessage)
+	walk = func(prefix string, fields map[string]json.RawMessage) {
+		for name, raw := range fields {
+			path := prefix + name
+			if known[path] {
+				continue
+			}
+			partly := false
+			for k := range known {
+				partly = partly || strings.HasPrefix(k, path+".")
+			}
+			var sub map[string]json.RawMessage
+			if partly && json.Unmarshal(raw, &sub) == nil {
+				walk(path+".", sub)
+				continue
+			}
+			out = append(out, path)
+		}
+	}
+	walk("", top)
+	slices.Sort(out)
+	return out
+}
+
+// fileField maps one KubeletConfiguration field onto the Config field of
+// its flag.
+type fileField struct {
+	// name is the field's path in the file.
+	name string
+	// flag is the flag of the same setting, which wins over the file.
+	flag string
+	// set checks the file's value and stores it in c, when the file gives
+	// one; it leaves c as it is otherwise.
+	set func(c *Config, kc *kubeletconfig.KubeletConfiguration) error
+	// take copies the setting from src to dst.
+	take func(dst, src *Config)
+	// merge, when not nil, is used instead of take whether the flag was
+	// given or not: it merges src's setting into dst's, dst winning.
+	merge func(dst, src *Config)
+}
+
+// field makes a fileField: get reads the file's value and whether the file
+// gives one, check (if not nil) tests it, and ptr locates the Config field.
+func field[T any](name, flag string, ptr func(*Config) *T, get func(*kubeletconfig.KubeletConfiguration) (T, bool), check func(T) error) fileField {
+	return fileField{
+		name: name,
+		flag: flag,
+		set: func(c *Config, kc *kubeletconfig.KubeletConfiguration) error {
+			v, ok := get(kc)
+			if !ok {
+				return nil
+			}
+			if check != nil {
+				if err := check(v); err != nil {
+					return err
+				}
+			}
+			*ptr(c) = v
+			return nil
+		},
+		take: func(dst, src *Config) { *ptr(dst) = *ptr(src) },
+	}
+}
+
+// Readers of the file's values. A zero string or duration and a nil
+// pointer are "not given": the kubelet defaults them the same way.
+
+type kcConfig = kubeletconfig.KubeletConfiguration
+
+func str(f func(*kcConfig) string) func(*kcConfig) (string, bool) {
+	return func(kc *kcConfig) (string, bool) { s := f(kc); return s, s != "" }
+}
+
+func duration(f func(*kcConfig) metav1.Duration) func(*kcConfig) (time.Duration, bool) {
+	return func(kc *kcConfig) (time.Duration, bool) { d := f(kc).Duration; return d, d != 0 }
+}
+
+func int32Ptr(f func(*kcConfig) *int32) func(*kcConfig) (int, bool) {
+	return func(kc *kcConfig) (int, bool) {
+		p := f(kc)
+		if p == nil {
+			return 0, false
+		}
+		return int(*p), true
+	}
+}
+
+// fileFields are the KubeletConfiguration fields minikubelet implements,
+// each with the flag of the same setting. Every other field of the file is
+// ignored with a warning.
+func fileFields() []fileField {
+	return []fileField{
+		field("staticPodPath", "pod-manifest-path", func(c *Config) *string { return &c.PodManifestPath },
+			str(func(kc *kcConfig) string { return kc.StaticPodPath }), checkAbsolutePath),
+		field("podLogsDir", "pod-logs-dir", func(c *Config) *string { return &c.PodLogsDir },
+			str(func(kc *kcConfig) string { return kc.PodLogsDir }), checkAbsolutePath),
+		field("syncFrequency", "sync-frequency", func(c *Config) *time.Duration { return &c.SyncFrequency },
+			duration(func(kc *kcConfig) metav1.Duration { return kc.SyncFrequency }), checkPositive),
+		field("fileCheckFrequency", "file-check-frequency", func(c *Config) *time.Duration { return &c.FileCheckFrequency },
+			duration(func(kc *kcConfig) metav1.Duration { return kc.FileCheckFrequency }), checkPositive),
+		field("httpCheckFrequency", "http-check-frequency", func(c *Config) *time.Duration { return &c.HTTPCheckFrequency },
+			duration(func(kc *kcConfig) metav1.Duration { return kc.HTTPCheckFrequency }), checkPositive),
+		field("staticPodURL", "manifest-url", func(c *Config) *string { return &c.ManifestURL },
+			str(func(kc *kcConfig) string { return kc.StaticPodURL }), checkManifestURL),
+		field("staticPodURLHeader", "manifest-url-header", func(c *Config) *http.Header { return &c.ManifestURLHeader },
+			staticPodURLHeader, checkHeader),
+		field("address", "address", func(c *Config) *string { return &c.Address },
+			str(func(kc *kcConfig) string { return kc.Address }), checkIP),
+		field("tlsCertFile", "tls-cert-file", func(c *Config) *string { return &c.TLSCertFile },
+			str(func(kc *kcConfig) string { return kc.TLSCertFile }), nil),
+		field("tlsPrivateKeyFile", "tls-private-key-file", func(c *Config) *string { return &c.TLSPrivateKeyFile },
+			str(func(kc *kcConfig) string { return kc.TLSPrivateKeyFile }), nil),
+		field("authentication.x509.clientCAFile", "client-ca-file", func(c *Config) *string { return &c.ClientCAFile },
+			str(func(kc *kcConfig) string { return kc.Authentication.X509.ClientCAFile }), nil),
+		field("readOnlyPort", "read-only-port", func(c *Config) *int { return &c.ReadOnlyPort },
+			func(kc *kcConfig) (int, bool) { return int(kc.ReadOnlyPort), true }, checkPort),
+		field("healthzBindAddress", "healthz-bind-address", func(c *Config) *string { return &c.HealthzBindAddress },
+			str(func(kc *kcConfig) string { return kc.HealthzBindAddress }), checkIP),
+		field("healthzPort", "healthz-port", func(c *Config) *int { return &c.HealthzPort },
+			int32Ptr(func(kc *kcConfig) *int32 { return kc.HealthzPort }), checkPort),
+		field("containerRuntimeEndpoint", "container-runtime-endpoint", func(c *Config) *string { return &c.RuntimeEndpoint },
+			str(func(kc *kcConfig) string { return kc.ContainerRuntimeEndpoint }), checkEndpoint),
+		field("runtimeRequestTimeout", "runtime-request-timeout", func(c *Config) *time.Duration { return &c.RuntimeRequestTimeout },
+			duration(func(kc *kcConfig) metav1.Duration { return kc.RuntimeRequestTimeout }), checkPositive),
+		featureGatesField(),
+		field("crashLoopBackOff.maxContainerRestartPeriod", "max-container-restart-period", func(c *Config) *time.Duration { return &c.MaxContainerRestartPeriod },
+			func(kc *kcConfig) (time.Duration, bool) {
+				p := kc.CrashLoopBackOff.MaxContainerRestartPeriod
+				if p == nil {
+					return 0, false
+				}
+				return p.Duration, true
+			}, checkMaxRestartPeriod),
+		field("maxPods", "max-pods", func(c *Config) *int { return &c.MaxPods },
+			func(kc *kcConfig) (int, bool) { return int(kc.MaxPods), kc.MaxPods != 0 }, checkMaxPods),
+		field("cgroupDriver", "cgroup-driver", func(c *Config) *string { return &c.CgroupDriver },
+			str(func(kc *kcConfig) string { return kc.CgroupDriver }), checkCgroupDriver),
+		field("cgroupsPerQOS", "cgroups-per-qos", func(c *Config) *bool { return &c.CgroupsPerQOS },
+			func(kc *kcConfig) (bool, bool) {
+				if kc.CgroupsPerQOS == nil {
+					return false, false
+				}
+				return *kc.CgroupsPerQOS, true
+			}, nil),
+		field("cgroupRoot", "cgroup-root", func(c *Config) *string { return &c.CgroupRoot },
+			str(func(kc *kcConfig) string { return kc.CgroupRoot }), checkCgroupRoot),
+		field("shutdownGracePeriod", "shutdown-grace-period", func(c *Config) *time.Duration { return &c.ShutdownGracePeriod },
+			duration(func(kc *kcConfig) metav1.Duration { return kc.ShutdownGracePeriod }), checkNotNegative),
+		field("shutdownGracePeriodCriticalPods", "shutdown-grace-period-critical-pods", func(c *Config) *time.Duration { return &c.ShutdownGracePeriodCriticalPods },
+			duration(func(kc *kcConfig) metav1.Duration { return kc.ShutdownGracePeriodCriticalPods }), checkNotNegative),
+		field("containerLogMonitorInterval", "container-log-monitor-interval", func(c *Config) *time.Duration { return &c.ContainerLogMonitorInterval },
+			func(kc *kcConfig) (time.Duration, bool) {
+				if kc.ContainerLogMonitorInterval == nil {
+					return 0, false
+				}
+				return kc.ContainerLogMonitorInterval.Duration, true
+			}, checkPositive),
+		field("containerLogMaxSize", "container-log-max-size", func(c *Config) *string { return &c.ContainerLogMaxSize },
+			str(func(kc *kcConfig) string { return kc.ContainerLogMaxSize }), checkLogMaxSize),
+		field("containerLogMaxFiles", "container-log-max-files", func(c *Config) *int { return &c.ContainerLogMaxFiles },
+			int32Ptr(func(kc *kcConfig) *int32 { return kc.ContainerLogMaxFiles }), checkLogMaxFiles),
+		field("imageGCHighThresholdPercent", "image-gc-high-threshold", func(c *Config) *int { return &c.ImageGCHighThresholdPercent },
+			int32Ptr(func(kc *kcConfig) *int32 { return kc.ImageGCHighThresholdPercent }), checkPercent),
+		field("imageGCLowThresholdPercent", "image-gc-low-threshold", func(c *Config) *int { return &c.ImageGCLowThresholdPercent },
+			int32Ptr(func(kc *kcConfig) *int32 { return kc.ImageGCLowThresholdPercent }), checkPercent),
+		field("imageMinimumGCAge", "minimum-image-ttl-duration", func(c *Config) *time.Duration { return &c.ImageMinimumGCAge },
+			duration(func(kc *kcConfig) metav1.Duration { return kc.ImageMinimumGCAge }), checkNotNegative),
+	}
+}
+
+// staticPodURLHeader reads staticPodURLHeader into an http.Header. As with
+// --manifest-url-header, keys are canonicalised.
+func staticPodURLHeader(kc *kcConfig) (http.Header, bool) {
+	if len(kc.StaticPodURLHeader) == 0 {
+		return nil, false
+	}
+	h := http.Header{}
+	for k, vs := range kc.StaticPodURLHeader {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	return h, true
+}
+
+func checkHeader(h http.Header) error {
+	for k := range h {
+		if strings.TrimSpace(k) == "" {
+			return errors.New("a header has an empty name; want Name: [value, ...]")
+		}
+	}
+	return nil
+}
+
+// featureGatesField maps featureGates onto --feature-gates. The two merge,
+// as in the kubelet: a gate the command line names wins over the file's.
+func featureGatesField() fileField {
+	return fileField{
+		name: "featureGates",
+		flag: "feature-gates",
+		set: func(c *Config, kc *kcConfig) error {
+			for name := range kc.FeatureGates {
+				if strings.TrimSpace(name) == "" {
+					return errors.New("a gate has an empty name; want Name: true|false")
+				}
+			}
+			if len(kc.FeatureGates) > 0 {
+				c.FeatureGates = kc.FeatureGates
+			}
+			return nil
+		},
+		merge: func(dst, src *Config) {
+			for name, on := range src.FeatureGates {
+				if _, given := dst.FeatureGates[name]; given {
+					continue
+				}
+				if dst.FeatureGates == nil {
+					dst.FeatureGates = map[string]bool{}
+				}
+				dst.FeatureGates[name] = on
+			}
+		},
+	}
+}

@@ -1,0 +1,156 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// NodeConfig is node mode's part of Config: the kubelet's flags of the
+// same names. Node mode is on when Kubeconfig is set.
+type NodeConfig struct {
+	// Kubeconfig is the kubeconfig file of the apiserver; empty runs the
+	// agent standalone.
+	Kubeconfig string
+	// MaxPods is the node's pods capacity and allocatable.
+	MaxPods int
+	// NodeLabels are given to the Node.
+	NodeLabels map[string]string
+	// RegisterWithTaints are the Node's taints at registration.
+	RegisterWithTaints []v1.Taint
+	// NodeStatusUpdateFrequency is how often the node's status is
+	// computed (and patched when it changed); NodeStatusReportFrequency
+	// how often it is patched when nothing changed.
+	NodeStatusUpdateFrequency time.Duration
+	NodeStatusReportFrequency time.Duration
+	// KubeAPIQPS and KubeAPIBurst rate-limit every request to the
+	// apiserver.
+	KubeAPIQPS   float64
+	KubeAPIBurst int
+}
+
+// defaultNodeConfig returns the kubelet's defaults.
+func defaultNodeConfig() NodeConfig {
+	return NodeConfig{
+		MaxPods:                   110,
+		NodeStatusUpdateFrequency: 10 * time.Second,
+		NodeStatusReportFrequency: 5 * time.Minute,
+		KubeAPIQPS:                50,
+		KubeAPIBurst:              100,
+	}
+}
+
+// addNodeFlags registers node mode's flags.
+func (c *NodeConfig) addNodeFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "Kubeconfig file of the apiserver. When given, the agent runs in node mode: it registers its Node, renews its Lease, runs the pods bound to it (spec.nodeName) beside its static pods, writes their status, and keeps mirror pods of its static pods. Without it the agent runs standalone.")
+	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "Pods capacity (and allocatable) of the Node, in node mode.")
+	fs.Var((*labelsFlag)(&c.NodeLabels), "node-labels", "Labels of the Node, as key=value pairs separated by commas, in node mode; added to a Node that exists already.")
+	fs.Var((*taintsFlag)(&c.RegisterWithTaints), "register-with-taints", "Taints the Node is registered with, as key=value:Effect pairs separated by commas (value may be empty: key:Effect), in node mode.")
+	fs.DurationVar(&c.NodeStatusUpdateFrequency, "node-status-update-frequency", c.NodeStatusUpdateFrequency, "How often the Node's status is computed, and patched when it changed, in node mode.")
+	fs.DurationVar(&c.NodeStatusReportFrequency, "node-status-report-frequency", c.NodeStatusReportFrequency, "How often the Node's status is patched even when nothing changed, in node mode (the Lease is renewed every 10s regardless).")
+	fs.Float64Var(&c.KubeAPIQPS, "kube-api-qps", c.KubeAPIQPS, "Requests per second to the apiserver, in node mode.")
+	fs.IntVar(&c.KubeAPIBurst, "kube-api-burst", c.KubeAPIBurst, "Burst of requests to the apiserver, in node mode.")
+}
+
+// validateNode reports node mode's bad values.
+func (c *NodeConfig) validateNode() []error {
+	var errs []error
+	if c.MaxPods <= 0 {
+		errs = append(errs, fmt.Errorf("--max-pods: must be positive, got %d", c.MaxPods))
+	}
+	if c.NodeStatusUpdateFrequency <= 0 || c.NodeStatusReportFrequency <= 0 {
+		errs = append(errs, fmt.Errorf("--node-status-update-frequency and --node-status-report-frequency: must be positive, got %v and %v", c.NodeStatusUpdateFrequency, c.NodeStatusReportFrequency))
+	}
+	if c.KubeAPIQPS <= 0 || c.KubeAPIBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst: must be positive, got %v and %d", c.KubeAPIQPS, c.KubeAPIBurst))
+	}
+	return errs
+}
+
+// labelsFlag is --node-labels: key=value pairs separated by commas.
+type labelsFlag map[string]string
+
+func (l *labelsFlag) String() string {
+	if l == nil || *l == nil {
+		return ""
+	}
+	pairs := make([]string, 0, len(*l))
+	for k, v := range *l {
+		pairs = append(pairs, k+"="+v)
+	}
+	sort.Strings(pairs)
+	return strings.Join(pairs, ",")
+}
+
+func (l *labelsFlag) Set(s string) error {
+	if *l == nil {
+		*l = labelsFlag{}
+	}
+	for _, pair := range strings.Split(s, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(pair, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok {
+			return fmt.Errorf("%q is not key=value", pair)
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Errorf("label key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return fmt.Errorf("label %s value %q: %s", k, v, strings.Join(errs, "; "))
+		}
+		(*l)[k] = v
+	}
+	return nil
+}
+
+// taintsFlag is --register-with-taints: key[=value]:Effect, separated by
+// commas.
+type taintsFlag []v1.Taint
+
+func (t *taintsFlag) String() string {
+	if t == nil {
+		return ""
+	}
+	out := make([]string, 0, len(*t))
+	for _, x := range *t {
+		out = append(out, x.ToString())
+	}
+	return strings.Join(out, ",")
+}
+
+func (t *taintsFlag) Set(s string) error {
+	for _, spec := range strings.Split(s, ",") {
+		spec = strings.TrimSpace(spec)
+		if spec == "" {
+			continue
+		}
+		kv, effect, ok := strings.Cut(spec, ":")
+		if !ok {
+			return fmt.Errorf("taint %q: want key=value:Effect", spec)
+		}
+		switch v1.TaintEffect(effect) {
+		case v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+		default:
+			return fmt.Errorf("taint %q: effect %q is not NoSchedule, PreferNoSchedule or NoExecute", spec, effect)
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Errorf("taint %q: key: %s", spec, strings.Join(errs, "; "))
+		}
+		if v != "" {
+			if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+				return fmt.Errorf("taint %q: value: %s", spec, strings.Join(errs, "; "))
+			}
+		}
+		*t = append(*t, v1.Taint{Key: k, Value: v, Effect: v1.TaintEffect(effect)})
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package stats
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+)
+
+type listedPods []*v1.Pod
+
+func (l listedPods) List() []*v1.Pod { return l }
+
+type cachedPods map[types.UID]*kubecontainer.PodStatus
+
+func (c cachedPods) Get(uid types.UID) (*kubecontainer.PodStatus, error) { return c[uid], nil }
+
+// namingCgroups finds the cgroups of the pods it has, under /kubepods.
+type namingCgroups map[types.UID]string
+
+func (f namingCgroups) PodCgroupParent(pod *v1.Pod) string { return "/kubepods/besteffort" }
+
+func (f namingCgroups) FindPodCgroup(uid types.UID) (string, bool) {
+	p, ok := f[uid]
+	return p, ok
+}
+
+func (f namingCgroups) ContainerCgroup(parent, id string) string { return parent + "/" + id }
+
+func TestPodLister(t *testing.T) {
+	pod := func(name string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)}}
+	}
+	web, stopped, unseen, flat := pod("web"), pod("stopped"), pod("unseen"), pod("flat")
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	sandbox := func(id string, state runtimeapi.PodSandboxState) *runtimeapi.PodSandboxStatus {
+		return &runtimeapi.PodSandboxStatus{Id: id, State: state, CreatedAt: created.UnixNano()}
+	}
+	running := func(id, sandbox string) *kubecontainer.ContainerStatus {
+		return &kubecontainer.ContainerStatus{ID: id, Name: "app", Image: "busybox", SandboxID: sandbox, State: runtimeapi.ContainerState_CONTAINER_RUNNING, CreatedAt: created}
+	}
+	exited := running("c-exited", "sb2")
+	exited.State = runtimeapi.ContainerState_CONTAINER_EXITED
+	l := PodLister{
+		Pods: listedPods{web, stopped, unseen, flat},
+		Runtime: cachedPods{
+			// Newest sandbox first: the ready one is the pod's; a container
+			// of the old sandbox, and one that exited, are not reported.
+			web.UID: {
+				Sandboxes:  []*runtimeapi.PodSandboxStatus{sandbox("sb2", runtimeapi.PodSandboxState_SANDBOX_READY), sandbox("sb1", runtimeapi.PodSandboxState_SANDBOX_NOTREADY)},
+				Containers: []*kubecontainer.ContainerStatus{running("c2", "sb2"), running("c1", "sb1"), exited},
+			},
+			stopped.UID: {Sandboxes: []*runtimeapi.PodSandboxStatus{sandbox("sb3", runtimeapi.PodSandboxState_SANDBOX_NOTREADY)}},
+			flat.UID: {
+				Sandboxes:  []*runtimeapi.PodSandboxStatus{sandbox("sb4", runtimeapi.PodSandboxState_SANDBOX_READY)},
+				Containers: []*kubecontainer.ContainerStatus{running("c4", "sb4")},
+			},
+		},
+		Cgroups: namingCgroups{web.UID: "/kubepods/burstable/podweb"},
+	}
+	got := l.StatsPods()
+	if len(got) != 2 {
+		t.Fatalf("StatsPods = %+v, want web and flat", got)
+	}
+	w, f := got[0], got[1]
+	if w.UID != web.UID || w.Cgroup != "/kubepods/burstable/podweb" || !w.StartTime.Equal(created) ||
+		len(w.Containers) != 1 || w.Containers[0].ID != "c2" || w.Containers[0].Cgroup != "/kubepods/burstable/podweb/c2" {
+		t.Errorf("web = %+v, want its cgroup and only c2 below it", w)
+	}
+	// A pod whose cgroup is not found: no pod cgroup, containers below the
+	// parent its spec gives.
+	if f.UID != flat.UID || f.Cgroup != "" || len(f.Containers) != 1 || f.Containers[0].Cgroup != "/kubepods/besteffort/c4" {
+		t.Errorf("flat = %+v, want no pod cgroup and c4 below the QoS parent", f)
+	}
+}

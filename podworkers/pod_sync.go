@@ -1,0 +1,185 @@
+package podworkers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/volumes"
+)
+
+// SyncPod brings the runtime in line with the pod's spec and reports the
+// resulting status.
+func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus) (SyncResult, error) {
+	logger := klog.FromContext(ctx)
+	actions := computePodActions(pod, status, func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration {
+		return s.backOff.remaining(backOffKey(pod, c), cs.StartedAt, cs.FinishedAt)
+	}, s.cfg.Probes)
+	vols, err := s.setUpVolumes(ctx, pod)
+	if err != nil {
+		holdForVolumes(&actions, err)
+		s.report(pod, status, actions.Waiting)
+		return SyncResult{StatusTime: status.TimeStamp}, err
+	}
+	// Every sync, so that an edited pod's limits follow and a restarted
+	// agent learns the Burstable pods' requests again.
+	if err := s.ensureCgroup(ctx, pod); err != nil {
+		if actions.CreateSandbox {
+			s.report(pod, status, actions.Waiting)
+			return SyncResult{StatusTime: status.TimeStamp}, err
+		}
+		logger.Info("Updating the pod's cgroup failed; the next sync tries again", "err", err)
+	}
+	if !actions.changesRuntime() {
+		s.report(pod, status, actions.Waiting)
+		return SyncResult{StatusTime: status.TimeStamp, RequeueAfter: actions.RequeueAfter}, nil
+	}
+	logger.V(3).Info("Syncing pod", "createSandbox", actions.CreateSandbox, "start", len(actions.ContainersToStart), "kill", len(actions.ContainersToKill))
+	// Report what the runtime shows before acting on it: a container that
+	// died is shown terminated now, not only once its replacement runs.
+	s.report(pod, status, actions.Waiting)
+
+	syncErr := s.apply(ctx, pod, status, &actions, vols)
+	// What the sync did reaches the cache even when the pod was killed
+	// meanwhile: else the next sync, the kill's, would have to wait for a
+	// relist that started after now, which in evented mode comes only
+	// with the safety relist (a minute).
+	fresh, err := s.refresh(uncancelled(ctx), pod.UID, status)
+	if err != nil {
+		// What this sync did is not in the cache: the next sync must wait
+		// for a relist that started after now.
+		return SyncResult{StatusTime: s.cfg.Clock.Now()}, errors.Join(syncErr, err)
+	}
+	s.report(pod, fresh, actions.Waiting)
+	return SyncResult{StatusTime: fresh.TimeStamp, RequeueAfter: actions.RequeueAfter}, syncErr
+}
+
+// apply carries out the actions. Containers that fail to start are recorded
+// in actions.Waiting; the first error is returned so the worker retries.
+func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus, actions *podActions, vols *volumes.PodVolumes) error {
+	grace := podGracePeriod(pod)
+	if actions.KillPod {
+		if err := s.killPod(ctx, pod, status, grace); err != nil {
+			return fmt.Errorf("kill pod before recreating its sandbox: %w", err)
+		}
+	}
+	if err := s.killContainers(ctx, pod, status, actions.ContainersToKill, grace); err != nil {
+		return err
+	}
+	for _, id := range actions.ContainersToReplace {
+		if err := s.removeNeverStarted(ctx, id); err != nil {
+			// containerd can keep a task it refuses to delete after an
+			// agent died mid-start; the container can never be started
+			// again, so its replacement goes ahead, as with the kubelet.
+			klog.FromContext(ctx).Error(err, "Removing a container that never started failed; replacing it anyway", "containerID", id)
+		}
+	}
+	// Dead containers and sandboxes go after the starts: removing them
+	// (a CRI call each) would otherwise delay a crashed container's
+	// replacement.
+	defer s.removeDead(ctx, status, actions)
+
+	sandboxID := actions.SandboxID
+	sandboxConfig := s.sandboxConfig(pod, actions.Attempt)
+	if !actions.CreateSandbox {
+		if newest := newestSandbox(status); newest != nil {
+			sandboxConfig.Metadata.Attempt = newest.GetMetadata().GetAttempt()
+		}
+	}
+	// Images are checked (and pulled) while the sandbox starts: the two
+	// do not depend on each other, and both are slow.
+	images := s.prefetchImages(ctx, pod, actions.ContainersToStart, sandboxConfig)
+	if actions.CreateSandbox {
+		id, err := s.runSandbox(ctx, pod, sandboxConfig)
+		if err != nil {
+			<-images.done
+			holdForSandbox(actions, err)
+			return err
+		}
+		sandboxID = id
+	}
+	<-images.done
+	target := &startTarget{
+		pod:           pod,
+		sandboxID:     sandboxID,
+		sandboxConfig: sandboxConfig,
+		env:           podEnv{Downward: s.downward, Objects: readEnvObjects(ctx, s.cfg.Objects, pod)},
+		volumes:       vols,
+	}
+	if needsPodIP(actions.ContainersToStart) {
+		target.env.PodIPs = s.sandboxIPs(ctx, sandboxID)
+	}
+
+	var firstErr error
+	for _, cts := range actions.ContainersToStart {
+		img := images.results[cts.Container.Name]
+		if img.retryAfter > 0 {
+			// The pull failed or backs off: no error, the worker comes
+			// back when the image may be pulled again.
+			actions.Waiting[cts.Container.Name] = img.waiting
+			if actions.RequeueAfter == 0 || img.retryAfter < actions.RequeueAfter {
+				actions.RequeueAfter = img.retryAfter
+			}
+			continue
+		}
+		if w, err := s.startContainer(ctx, target, cts, img); err != nil {
+			if w.Reason != "" {
+				actions.Waiting[cts.Container.Name] = w
+			} else {
+				// It started, and failed after (its postStart hook).
+				delete(actions.Waiting, cts.Container.Name)
+				s.clearWaiting(pod.UID, cts.Container.Name)
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		delete(actions.Waiting, cts.Container.Name)
+		s.clearWaiting(pod.UID, cts.Container.Name)
+	}
+	return firstErr
+}
+
+// holdForSandbox records why the containers the sync would start wait when
+// their sandbox (or the pod's log or data directory) cannot be made: they
+// stay ContainerCreating, as with the kubelet, and the message says why
+// (where the kubelet says it in a FailedCreatePodSandBox event), such as
+// "create pod log directory: mkdir ...: no space left on device".
+func holdForSandbox(actions *podActions, err error) {
+	for _, cts := range actions.ContainersToStart {
+		actions.Waiting[cts.Container.Name] = kubecontainer.Waiting{Reason: "ContainerCreating", Message: err.Error()}
+	}
+}
+
+// needsPodIP reports whether a container's env refers to the pod's IP.
+func needsPodIP(cs []containerToStart) bool {
+	for _, cts := range cs {
+		for _, e := range cts.Container.Env {
+			if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && strings.HasPrefix(e.ValueFrom.FieldRef.FieldPath, "status.podIP") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ensureCgroup creates or updates the pod's cgroup. Its error matters only
+// when a sandbox is about to be created in it: a running pod whose limits
+// cannot change now (a memory limit below its usage) keeps running, and
+// the next sync tries again.
+func (s *Syncer) ensureCgroup(ctx context.Context, pod *v1.Pod) error {
+	if s.cfg.Cgroups == nil {
+		return nil
+	}
+	if err := s.cfg.Cgroups.EnsurePod(ctx, pod); err != nil {
+		return fmt.Errorf("pod cgroup: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package podworkers
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+)
+
+// runSandbox makes the pod's log and data directories and runs its sandbox
+// from cfg; when the runtime keeps the sandbox's name reserved, it moves on
+// to the next attempt numbers (cfg.Metadata.Attempt says which it used).
+// The call is not cut short when ctx is cancelled (see uncancelled).
+func (s *Syncer) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+		return "", fmt.Errorf("create pod log directory: %w", err)
+	}
+	if err := os.MkdirAll(s.podDir(pod.UID), 0o750); err != nil {
+		return "", fmt.Errorf("create pod directory: %w", err)
+	}
+	id, err := s.cfg.Runtime.RunPodSandbox(uncancelled(ctx), cfg, "")
+	for tries := 0; err != nil && nameReserved(err) && tries < maxNameReservedTries && ctx.Err() == nil; tries++ {
+		// containerd keeps the name of a sandbox it could not remove (after
+		// an agent died mid-start) reserved: as the kubelet, move on to the
+		// next attempt number instead of failing on this one forever.
+		cfg.Metadata.Attempt++
+		id, err = s.cfg.Runtime.RunPodSandbox(uncancelled(ctx), cfg, "")
+	}
+	if err != nil {
+		return "", fmt.Errorf("run sandbox (attempt %d): %w", cfg.Metadata.Attempt, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Started sandbox", "sandboxID", id, "attempt", cfg.Metadata.Attempt)
+	return id, nil
+}
+
+// sandboxIPs are the sandbox's IPs, the primary one first; none when its
+// status cannot be read.
+func (s *Syncer) sandboxIPs(ctx context.Context, sandboxID string) []string {
+	resp, err := s.cfg.Runtime.PodSandboxStatus(ctx, sandboxID, false)
+	if err != nil {
+		return nil
+	}
+	return kubecontainer.SandboxIPs(resp.GetStatus())
+}
