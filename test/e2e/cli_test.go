@@ -68,7 +68,11 @@ spec:
     command: ["sh", "-c", "i=0; while true; do i=$((i+1)); echo tick-$i; sleep 0.2; done"]
   - name: crash
     image: %[1]s
-    command: ["sh", "-c", "echo started-at-$(cat /proc/uptime); sleep 4; exit 3"]
+    command: ["sh", "-c", "echo started-at-$(cat /proc/uptime); if [ -e /state/ran ]; then exec sleep 3600; fi; touch /state/ran; sleep 1; exit 3"]
+    volumeMounts:
+    - {name: state, mountPath: /state}
+  volumes:
+  - {name: state, emptyDir: {}}
 `, env.busybox))
 		a.waitRunning("chatty", 60*time.Second)
 
@@ -106,7 +110,10 @@ spec:
 		})
 
 		// --previous: the crashing container's instance before the restart.
-		// Its first restart is at once: its second run lasts 4s.
+		// Only its first run exits (the emptyDir, which outlives a container,
+		// remembers it): a second run that ended too would leave the pod in
+		// back-off, where the current and the previous log are both the last
+		// run's, as with the kubelet.
 		polltest.Until(t, 60*time.Second, "the crash container running again", func() (bool, string) {
 			p := a.pod("chatty")
 			cs := containerStatus(p, "crash")
