@@ -256,10 +256,14 @@ func TestNodeMode(t *testing.T) {
 				t.Errorf("node has no %s condition: %+v", c, node.Status.Conditions)
 			}
 		}
-		lease, err := n.client.CoordinationV1().Leases("kube-node-lease").Get(n.ctx(), n.a.node, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("node lease: %v", err)
-		}
+		// The Lease is created beside the node status, not before the first
+		// Ready status: wait for it.
+		var lease *coordinationv1.Lease
+		polltest.NoError(t, 10*time.Second, "the node's Lease", func() error {
+			var err error
+			lease, err = n.client.CoordinationV1().Leases("kube-node-lease").Get(n.ctx(), n.a.node, metav1.GetOptions{})
+			return err
+		})
 		checkLease(t, lease, n.a.node)
 
 		n.kubectl(objectsYAML, "apply", "-f", "-")
