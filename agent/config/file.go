@@ -9,11 +9,11 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	sigsjson "sigs.k8s.io/json"
 
@@ -35,21 +35,22 @@ const (
 // file, which is the flag's default except for readOnlyPort (0: disabled).
 //
 // Fields the kubelet knows and minikubelet does not implement are named in
-// one warning logged with logger. Every mistake is returned at once, each
-// naming the file and the field: the file unreadable or not YAML, a wrong
-// apiVersion or kind, a field the KubeletConfiguration does not have, a
-// value of the wrong type or out of range. LoadFile does nothing when
-// --config is not set.
-func (c *Config) LoadFile(logger klog.Logger, fs *flag.FlagSet) error {
+// the one warning returned, for the caller to log as a warning. Every
+// mistake is returned at once, joined, one line each and each naming the
+// file and the field: the file unreadable or not YAML, a wrong apiVersion
+// or kind, a field the KubeletConfiguration does not have, a value of the
+// wrong type or out of range. LoadFile does nothing when --config is not
+// set.
+func (c *Config) LoadFile(fs *flag.FlagSet) (warnings []string, err error) {
 	if c.ConfigFile == "" {
-		return nil
+		return nil, nil
 	}
 	fromFile, ignored, err := readConfigFile(c.ConfigFile)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(ignored) > 0 {
-		logger.Info(fmt.Sprintf("Warning: config file %s: ignored: %s (minikubelet does not implement them)", c.ConfigFile, strings.Join(ignored, ", ")))
+		warnings = append(warnings, fmt.Sprintf("config file %s: ignored: %s (minikubelet does not implement them)", c.ConfigFile, strings.Join(ignored, ", ")))
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -60,7 +61,7 @@ func (c *Config) LoadFile(logger klog.Logger, fs *flag.FlagSet) error {
 			f.take(c, &fromFile)
 		}
 	}
-	return nil
+	return warnings, nil
 }
 
 // fileDefaults is the Config a config file's fields are applied to: the
@@ -113,11 +114,14 @@ func parseConfigFile(path string, data []byte) (Config, []string, error) {
 	if kc == nil {
 		return Config{}, nil, prefixErrors(path, err)
 	}
-	// A file with unknown fields was decoded all the same: its bad values
-	// are reported with them, all mistakes at once.
+	// The fields that decoded were applied all the same: their bad values
+	// are reported with the fields that did not decode, all mistakes at
+	// once, in the order of the fields' names.
 	c, valueErr := applyConfig(kc)
 	if err := errors.Join(err, valueErr); err != nil {
-		return Config{}, nil, prefixErrors(path, err)
+		all := flatten(err)
+		slices.SortStableFunc(all, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+		return Config{}, nil, prefixErrors(path, errors.Join(all...))
 	}
 	return c, ignoredFields(top), nil
 }
@@ -127,6 +131,8 @@ func parseConfigFile(path string, data []byte) (Config, []string, error) {
 const (
 	maxConfigErrors   = 20
 	maxConfigErrorLen = 1024
+	// maxFieldNameLen is how much of an unknown field's name is quoted.
+	maxFieldNameLen = 256
 )
 
 // prefixErrors puts "config file PATH: " before each of the errors joined
@@ -200,38 +206,77 @@ func decodeConfig(data []byte) (*kubeletconfig.KubeletConfiguration, map[string]
 	kc := &kubeletconfig.KubeletConfiguration{}
 	strictErrs, err := sigsjson.UnmarshalStrict(js, kc, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	if err != nil {
-		return nil, nil, locateDecodeError(top, err)
+		// A value of the wrong type stops the decoder at the first one,
+		// and its error does not always name the field: decode field by
+		// field instead, so that every mistake is found at once.
+		return decodeByField(top)
 	}
 	for _, e := range strictErrs {
-		errs = append(errs, fmt.Errorf("%w: the KubeletConfiguration (%s) has no such field; check its spelling, case and indentation", e, configAPIVersion))
+		errs = append(errs, unknownField(e))
 	}
 	return kc, top, errors.Join(errs...)
 }
 
-// locateDecodeError names the top-level fields whose values failed to
-// decode (a bad duration, a string for a number): the decoder's own error
-// does not always name the field, and it stops at the first. It decodes
-// each field alone and reports every one that fails, or err if none does.
-func locateDecodeError(top map[string]json.RawMessage, err error) error {
+// unknownField explains a field the KubeletConfiguration does not have (or
+// has twice), starting with the field's path as every other line does:
+// sigs.k8s.io/json says `unknown field "a.b"`.
+func unknownField(err error) error {
+	msg := err.Error()
+	for _, kind := range []string{"unknown field", "duplicate field"} {
+		if path, ok := strings.CutPrefix(msg, kind+" "); ok {
+			if unquoted, uErr := strconv.Unquote(path); uErr == nil {
+				path = unquoted
+			}
+			if len(path) > maxFieldNameLen {
+				path = fmt.Sprintf("%s... (a %d-byte name)", strings.ToValidUTF8(path[:maxFieldNameLen], ""), len(path))
+			}
+			if kind == "duplicate field" {
+				return fmt.Errorf("%s: given twice", path)
+			}
+			return fmt.Errorf("%s: unknown field: the KubeletConfiguration (%s) has no such field; check its spelling, case and indentation", path, configAPIVersion)
+		}
+	}
+	return fmt.Errorf("%w (check the field's spelling, case and indentation)", err)
+}
+
+// decodeByField decodes each top-level field of a KubeletConfiguration on
+// its own. A field whose value does not decode (a bad duration, a string
+// for a number) is reported and left out; the others are decoded together,
+// their unknown subfields reported, so that their values can be checked
+// too. Fields are taken in the order of their names.
+func decodeByField(top map[string]json.RawMessage) (*kubeletconfig.KubeletConfiguration, map[string]json.RawMessage, error) {
 	names := make([]string, 0, len(top))
 	for name := range top {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	good := map[string]json.RawMessage{}
 	var errs []error
 	for _, name := range names {
-		one, mErr := json.Marshal(map[string]json.RawMessage{name: top[name]})
-		if mErr != nil {
+		one, err := json.Marshal(map[string]json.RawMessage{name: top[name]})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		strictErrs, err := sigsjson.UnmarshalStrict(one, &kubeletconfig.KubeletConfiguration{}, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s (durations are written 20s or 1m30s; numbers and booleans without quotes)", name, strings.TrimPrefix(err.Error(), "json: ")))
 			continue
 		}
-		if _, fErr := sigsjson.UnmarshalStrict(one, &kubeletconfig.KubeletConfiguration{}); fErr != nil {
-			errs = append(errs, fmt.Errorf("%s: %s (durations are written 20s or 1m30s; numbers and booleans without quotes)", name, strings.TrimPrefix(fErr.Error(), "json: ")))
+		for _, e := range strictErrs {
+			errs = append(errs, unknownField(e))
 		}
+		good[name] = top[name]
 	}
-	if len(errs) == 0 {
-		return err
+	js, err := json.Marshal(good)
+	if err != nil {
+		return nil, nil, err
 	}
-	return errors.Join(errs...)
+	kc := &kubeletconfig.KubeletConfiguration{}
+	if _, err := sigsjson.UnmarshalStrict(js, kc); err != nil {
+		// Each field decoded alone; together they cannot fail.
+		return nil, nil, errors.Join(append(errs, err)...)
+	}
+	return kc, top, errors.Join(errs...)
 }
 
 // applyConfig maps the decoded file onto fileDefaults, checking each value

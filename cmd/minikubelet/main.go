@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"k8s.io/klog/v2"
@@ -64,13 +65,17 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "minikubelet: unexpected argument %q (flags start with --; see --help)\n", fs.Arg(0))
 		return 2
 	}
-	if err := cfg.LoadFile(klog.Background(), fs); err != nil {
-		fmt.Fprintf(os.Stderr, "minikubelet: %v\n", err)
+	warnings, err := cfg.LoadFile(fs)
+	if err != nil {
+		printErr(err)
 		return 2
+	}
+	for _, w := range warnings {
+		klog.Warning(w)
 	}
 	a, err := agent.New(cfg, agent.Deps{})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "minikubelet: %v\n", err)
+		printErr(err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -81,4 +86,12 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// printErr prints each line of err (errors joined are one a line) after
+// the same prefix, so that every mistake reads as one of minikubelet's.
+func printErr(err error) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(os.Stderr, "minikubelet: %s\n", line)
+	}
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -35,5 +37,43 @@ func TestBadConfigFileExitsWith2(t *testing.T) {
 				t.Errorf("exit code %d, want 2", code)
 			}
 		})
+	}
+}
+
+// A config file with several mistakes reports them all at once, one line
+// each, each after the same prefix and naming the file and the field, in
+// the order of the fields' names.
+func TestConfigFileMistakesAllAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	content := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n" +
+		"syncFrequency: 5x\nreadOnlyPort: -5\nstaticPodPat: /etc/x\nmaxPods: \"abc\"\n"
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = w
+	code := run([]string{"--config", path})
+	os.Stderr = stderr
+	_ = w.Close()
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 2 {
+		t.Errorf("exit code %d, want 2", code)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	fields := []string{"maxPods", "readOnlyPort", "staticPodPat", "syncFrequency"}
+	if len(lines) != len(fields) {
+		t.Fatalf("want one line per mistake (%v), got:\n%s", fields, out)
+	}
+	for i, f := range fields {
+		if prefix := "minikubelet: config file " + path + ": " + f + ": "; !strings.HasPrefix(lines[i], prefix) {
+			t.Errorf("line %d is %q, want it to start with %q", i, lines[i], prefix)
+		}
 	}
 }
