@@ -37,8 +37,11 @@ type run struct {
 	dirErr error
 	// dirMissing records that the directory was missing at the last scan.
 	dirMissing bool
-	// skipped holds the names already logged as not being manifests.
-	skipped map[string]bool
+	// skipped holds the names found that are not manifests, with when a
+	// scan first found each. A name is logged once it has stayed for
+	// QuietPeriod, so the temp files of editors and `sed -i`, renamed over
+	// a manifest within milliseconds, are never logged.
+	skipped map[string]skippedName
 
 	// outbox holds the snapshot waiting to be sent.
 	outbox sources.Outbox
@@ -69,6 +72,15 @@ type fileState struct {
 	goneSince time.Time
 }
 
+// skippedName is one name that is not read: why, since when, and whether
+// that was logged.
+type skippedName struct {
+	since  time.Time
+	msg    string
+	kv     []any
+	logged bool
+}
+
 // gone reports whether the file vanished and waits out RecreateWindow.
 func (st *fileState) gone() bool { return !st.goneSince.IsZero() }
 
@@ -77,7 +89,7 @@ func newRun(s *Source, logger klog.Logger) *run {
 		s:       s,
 		logger:  logger,
 		files:   map[string]*fileState{},
-		skipped: map[string]bool{},
+		skipped: map[string]skippedName{},
 	}
 }
 
@@ -175,13 +187,19 @@ func (r *run) vanish(present map[string]bool) {
 	}
 }
 
-// skip logs, once per name, why a file is not read.
+// skip records why a file is not read, and logs it once per name when the
+// name has been there for QuietPeriod.
 func (r *run) skip(name, msg string, kv ...any) {
-	if r.skipped[name] {
-		return
+	now := r.s.clock.Now()
+	sk, seen := r.skipped[name]
+	if !seen || sk.msg != msg {
+		sk = skippedName{since: now, msg: msg, kv: kv}
 	}
-	r.skipped[name] = true
-	r.logger.Info(msg, append([]any{"file", filepath.Join(r.s.dir, name)}, kv...)...)
+	if !sk.logged && now.Sub(sk.since) >= QuietPeriod {
+		sk.logged = true
+		r.logger.Info(msg, append([]any{"file", filepath.Join(r.s.dir, name)}, sk.kv...)...)
+	}
+	r.skipped[name] = sk
 }
 
 // readManifest reads at most one byte more than manifest.MaxSize, enough
@@ -265,6 +283,11 @@ func (r *run) nextDeadline() (time.Duration, bool) {
 	due := func(t time.Time) {
 		if !found || t.Before(first) {
 			first, found = t, true
+		}
+	}
+	for _, sk := range r.skipped {
+		if !sk.logged {
+			due(sk.since.Add(QuietPeriod))
 		}
 	}
 	for _, st := range r.files {

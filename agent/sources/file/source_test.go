@@ -681,3 +681,49 @@ func TestRecreatedBadContentIsReported(t *testing.T) {
 	write(t, path, bad)
 	h.expect(tick, snap{pods: []string{"web-node1=nginx:1"}, errs: []string{"web.yaml"}})
 }
+
+// A file whose name is not a manifest's is logged once, and only when it
+// stays: the temp file `sed -i` writes and renames over a manifest within
+// milliseconds is never logged.
+func TestNonManifestNameLoggedOnceItStays(t *testing.T) {
+	dir := t.TempDir()
+	h := start(t, dir, long)
+	h.expect(0, snap{})
+	ignoredLines := func(name string) int {
+		n := 0
+		for _, l := range strings.Split(h.logs.String(), "\n") {
+			if strings.Contains(l, "Ignoring file") && strings.Contains(l, filepath.Join(dir, name)) {
+				n++
+			}
+		}
+		return n
+	}
+
+	// The temp file is there when the scan for a.yaml lists the directory.
+	write(t, filepath.Join(dir, "sedAb12Cd"), podYAML("b", "b:1"))
+	write(t, filepath.Join(dir, "a.yaml"), podYAML("a", "a:1"))
+	h.expect(0, snap{pods: []string{"a-node1=a:1"}})
+	rename(t, filepath.Join(dir, "sedAb12Cd"), filepath.Join(dir, "b.yaml"))
+	h.expect(0, snap{pods: []string{"a-node1=a:1", "b-node1=b:1"}})
+
+	write(t, filepath.Join(dir, "notes.txt"), "not a pod")
+	write(t, filepath.Join(dir, "c.yaml"), podYAML("c", "c:1"))
+	h.expect(0, snap{pods: []string{"a-node1=a:1", "b-node1=b:1", "c-node1=c:1"}})
+	deadline := time.Now().Add(5 * time.Second)
+	for ignoredLines("notes.txt") == 0 && time.Now().Before(deadline) {
+		h.clock.Step(QuietPeriod / 3)
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 10 { // more rescans must not log it again
+		h.clock.Step(QuietPeriod)
+		time.Sleep(10 * time.Millisecond)
+	}
+	write(t, filepath.Join(dir, "d.yaml"), podYAML("d", "d:1"))
+	h.expect(0, snap{pods: []string{"a-node1=a:1", "b-node1=b:1", "c-node1=c:1", "d-node1=d:1"}})
+	if n := ignoredLines("notes.txt"); n != 1 {
+		t.Errorf("notes.txt logged %d times, want once:\n%s", n, h.logs.String())
+	}
+	if n := ignoredLines("sedAb12Cd"); n != 0 {
+		t.Errorf("sed's temp file logged %d times, want never:\n%s", n, h.logs.String())
+	}
+}
