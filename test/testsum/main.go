@@ -72,6 +72,10 @@ type summary struct {
 	running map[string]time.Time
 	// skips groups the skipped tests by skip message.
 	skips map[string][]string
+	// failures holds, for each failed test in order, the lines it logged
+	// itself ("file_test.go:N: ..."), repeated at the end so that the last
+	// screen of a long run says why it failed.
+	failures []failure
 	// lastPrint is when testsum last printed a line.
 	lastPrint time.Time
 	// report, when set, collects a line per test that ended, and notes
@@ -220,9 +224,12 @@ func (s *summary) handle(e event, w io.Writer) {
 		s.ended("skip", e, w)
 	case "fail":
 		s.failed++
+		var out string
 		if b, ok := s.output[key]; ok {
-			fmt.Fprint(w, b.String())
+			out = b.String()
+			fmt.Fprint(w, out)
 		}
+		s.failures = append(s.failures, failure{test: e.Test, pkg: e.Package, lines: loggedLines(out)})
 		s.ended("FAIL", e, w)
 	}
 }
@@ -305,8 +312,42 @@ func skipReason(output string) string {
 	return strings.Join(entry, " ")
 }
 
-// finish prints the skip reasons, the report if asked for, and the
-// closing line.
+// failure is one failed test and the lines it logged.
+type failure struct {
+	test, pkg string
+	lines     []string
+}
+
+// Limits of what the failure summary repeats of one test.
+const (
+	maxFailureLines = 8
+	maxFailureLine  = 400
+)
+
+// loggedLines returns the first lines a test logged itself (t.Error,
+// t.Log: "file.go:N: msg"), not their indented continuations, which hold
+// the dumps (a process's whole log) the test attached.
+func loggedLines(output string) []string {
+	var out []string
+	for _, line := range strings.Split(output, "\n") {
+		if !skipLine.MatchString(line) {
+			continue
+		}
+		line = strings.TrimSpace(line)
+		if len(line) > maxFailureLine {
+			line = line[:maxFailureLine] + "..."
+		}
+		if len(out) == maxFailureLines {
+			out = append(out, "...")
+			break
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// finish prints the skip reasons, the failures again with the lines their
+// tests logged, the report if asked for, and the closing line.
 func (s *summary) finish(w io.Writer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -326,6 +367,15 @@ func (s *summary) finish(w io.Writer) {
 		for _, r := range reasons {
 			tests := s.skips[r]
 			fmt.Fprintf(w, "  %d  %s\n      %s\n", len(tests), r, listTests(tests))
+		}
+	}
+	if len(s.failures) > 0 {
+		fmt.Fprintln(w, "failed:")
+		for _, f := range s.failures {
+			fmt.Fprintf(w, "  %s (%s)\n", f.test, f.pkg)
+			for _, l := range f.lines {
+				fmt.Fprintf(w, "      %s\n", l)
+			}
 		}
 	}
 	if s.report != nil {

@@ -162,3 +162,39 @@ func TestListTests(t *testing.T) {
 		t.Errorf("listTests = %q, want %q", got, want)
 	}
 }
+
+// The closing lines repeat each failed test with the lines it logged
+// itself, without the dump of a process's log it attached, so that the
+// last screen of a long run says why it failed.
+func TestFailuresRepeatedAtTheEnd(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"run","Package":"p","Test":"TestA"}`,
+		`{"Action":"run","Package":"p","Test":"TestA/x"}`,
+		`{"Action":"output","Package":"p","Test":"TestA/x","Output":"    a_test.go:12: pod web not Running after 30s: Pending\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestA/x","Output":"    agent_test.go:188: minikubelet log (node-1):\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestA/x","Output":"        I1125 15:15:12.237332   11046 reflector.go:507] \"Caches populated\"\n"}`,
+		`{"Action":"output","Package":"p","Test":"TestA/x","Output":"--- FAIL: TestA/x (3.00s)\n"}`,
+		`{"Action":"fail","Package":"p","Test":"TestA/x"}`,
+		`{"Action":"fail","Package":"p","Test":"TestA"}`,
+		`{"Action":"run","Package":"p","Test":"TestB"}`,
+		`{"Action":"pass","Package":"p","Test":"TestB"}`,
+	}, "\n")
+	s := newSummary(testingclock.NewFakePassiveClock(time.Now()))
+	var progress, out bytes.Buffer
+	if err := s.read(strings.NewReader(in), &progress); err != nil {
+		t.Fatal(err)
+	}
+	s.finish(&out)
+	want := strings.Join([]string{
+		"failed:",
+		"  TestA/x (p)",
+		"      a_test.go:12: pod web not Running after 30s: Pending",
+		"      agent_test.go:188: minikubelet log (node-1):",
+		"  TestA (p)",
+		"1 passed, 2 failed, 0 skipped",
+		"",
+	}, "\n")
+	if got := out.String(); got != want {
+		t.Errorf("printed:\n%s\nwant:\n%s", got, want)
+	}
+}
