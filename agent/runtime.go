@@ -31,6 +31,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/internal/cri"
+	"github.com/minikubelet/minikubelet/internal/crilog"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 	"github.com/minikubelet/minikubelet/internal/metrics"
 	"github.com/minikubelet/minikubelet/internal/probe"
@@ -328,7 +329,9 @@ func newCgroups(ctx context.Context, cfg config.Config, rt runtimeConfigReader, 
 // (--cgroup-driver), as the kubelet chooses it.
 func cgroupDriver(ctx context.Context, rt runtimeConfigReader, flag string) string {
 	logger := klog.FromContext(ctx)
-	resp, err := rt.RuntimeConfig(ctx)
+	// containerd 1.6 answers Unimplemented, which cri-client would log
+	// as an error: the agent reports what deserves it below.
+	resp, err := rt.RuntimeConfig(crilog.QuietErrors(ctx))
 	if err != nil {
 		if !kubecontainer.IsUnimplemented(err) {
 			logger.Info("Could not ask the runtime for its cgroup driver; using --cgroup-driver", "driver", flag, "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -91,7 +92,7 @@ func (l *syncLoop) run(ctx context.Context, updates <-chan podconfig.PodUpdate) 
 
 func (l *syncLoop) handlePodUpdate(ctx context.Context, logger klog.Logger, u podconfig.PodUpdate) {
 	for _, pod := range u.Pods {
-		logger.V(2).Info("Pod update", "op", u.Op.String(), "source", u.Source, "pod", klog.KObj(pod), "podUID", pod.UID)
+		logPodUpdate(logger, u, pod)
 		switch u.Op {
 		case podconfig.ADD:
 			l.pods.Set(pod)
@@ -184,4 +185,30 @@ func (l *syncLoop) requestPodDirsCleanup() {
 		return
 	}
 	l.podDirs.Request()
+}
+
+// logPodUpdate says what a source asked of pod, once per pod and
+// operation, at the default verbosity: with the pod, its source and, for a
+// static pod, the manifest it came from. RECONCILE (a status change of an
+// API pod) is for debugging.
+func logPodUpdate(logger klog.Logger, u podconfig.PodUpdate, pod *v1.Pod) {
+	kv := []any{"pod", klog.KObj(pod), "podUID", pod.UID, "source", u.Source}
+	if origin := pod.Annotations[manifest.AnnotationConfigOrigin]; origin != "" {
+		kv = append(kv, "origin", origin)
+	}
+	switch u.Op {
+	case podconfig.ADD:
+		logger.Info("Pod added", kv...)
+	case podconfig.UPDATE:
+		logger.Info("Pod updated", kv...)
+	case podconfig.DELETE:
+		if g := pod.DeletionGracePeriodSeconds; g != nil {
+			kv = append(kv, "gracePeriod", *g)
+		}
+		logger.Info("Pod deleted", kv...)
+	case podconfig.REMOVE:
+		logger.Info("Pod removed", kv...)
+	default:
+		logger.V(4).Info("Pod update", append(kv, "op", u.Op.String())...)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/internal/crilog"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
 
@@ -583,7 +584,7 @@ func startEventStream(ctx context.Context, rt eventedRuntime, buffer int) *event
 	go func() {
 		defer close(s.ch)
 		defer cancel()
-		err := rt.GetContainerEvents(quietStreamErrors(ctx), s.ch, func(runtimeapi.RuntimeService_GetContainerEventsClient) {
+		err := rt.GetContainerEvents(crilog.QuietErrors(ctx), s.ch, func(runtimeapi.RuntimeService_GetContainerEventsClient) {
 			s.ch <- s.up
 		})
 		if err == nil {

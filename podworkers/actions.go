@@ -20,6 +20,9 @@ type podActions struct {
 	// CreateSandbox with Attempt; else SandboxID is the sandbox to use.
 	CreateSandbox bool
 	Attempt       uint32
+	// SandboxReason says why a sandbox is created ("no sandbox", "sandbox
+	// not ready", "sandbox-level spec changed", ...).
+	SandboxReason string
 	SandboxID     string
 	// ContainersToStart, in spec order.
 	ContainersToStart []containerToStart
@@ -114,6 +117,7 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 			}
 		}
 		a.CreateSandbox = true
+		a.SandboxReason = reason
 		if len(pod.Spec.InitContainers) > 0 {
 			// A new sandbox runs every init container again, from the first.
 			c := &pod.Spec.InitContainers[0]

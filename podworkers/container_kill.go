@@ -75,7 +75,7 @@ func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, status *kubecon
 	if left := deadline.Sub(s.cfg.Clock.Now()); left > 0 {
 		grace = int64((left + time.Second - 1) / time.Second)
 	}
-	logger.V(2).Info("Killing container", "reason", k.Reason, "gracePeriod", grace)
+	logger.Info("Killing container", "reason", k.Reason, "gracePeriod", grace)
 	if err := s.cfg.Runtime.StopContainer(ctx, id, grace); err != nil && !kubecontainer.IsNotFound(err) {
 		return fmt.Errorf("stop container %q (%s): %w", k.Name, id, err)
 	}

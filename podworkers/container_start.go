@@ -92,7 +92,11 @@ func (s *Syncer) startContainer(ctx context.Context, t *startTarget, cts contain
 	if err := s.cfg.Runtime.StartContainer(uncancelled(ctx), id); err != nil {
 		return kubecontainer.Waiting{Reason: "RunContainerError", Message: err.Error()}, fmt.Errorf("start container %q (%s): %w", c.Name, id, err)
 	}
-	logger.V(2).Info("Started container", "containerID", id, "restartCount", cts.RestartCount)
+	if cts.RestartCount == 0 {
+		logger.Info("Started container", "containerID", id)
+	} else {
+		logger.Info("Restarted container", "containerID", id, "restartCount", cts.RestartCount)
+	}
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		if err := s.hooks.run(ctx, hookTarget{pod: pod, container: c, containerID: id, podIPs: t.env.PodIPs}, c.Lifecycle.PostStart, postStartTimeout); err != nil {
 			// As the kubelet: a failed postStart hook kills the container;

@@ -58,7 +58,7 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, status *kub
 	s.mu.Unlock()
 	s.messages.forget(pod.UID)
 	s.cfg.Status.RemovePod(pod.UID)
-	klog.FromContext(ctx).V(2).Info("Pod removed from the runtime")
+	klog.FromContext(ctx).Info("Pod terminated: its sandbox, volumes and cgroup are gone")
 	return SyncResult{StatusTime: fresh.TimeStamp}, nil
 }
 

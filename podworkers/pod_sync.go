@@ -96,7 +96,7 @@ func (s *Syncer) apply(ctx context.Context, pod *v1.Pod, status *kubecontainer.P
 	// do not depend on each other, and both are slow.
 	images := s.prefetchImages(ctx, pod, actions.ContainersToStart, sandboxConfig)
 	if actions.CreateSandbox {
-		id, err := s.runSandbox(ctx, pod, sandboxConfig)
+		id, err := s.runSandbox(ctx, pod, sandboxConfig, actions.SandboxReason)
 		if err != nil {
 			<-images.done
 			holdForSandbox(actions, err)

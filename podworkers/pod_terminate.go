@@ -61,7 +61,7 @@ func (s *Syncer) killPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 // SyncTerminatingPod stops the pod's containers with gracePeriod, then its
 // sandboxes.
 func (s *Syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus, gracePeriod int64) (SyncResult, error) {
-	klog.FromContext(ctx).V(2).Info("Terminating pod", "gracePeriod", gracePeriod)
+	klog.FromContext(ctx).Info("Terminating pod", "gracePeriod", gracePeriod)
 	killErr := s.killPod(ctx, pod, status, gracePeriod)
 	fresh, err := s.refresh(ctx, pod.UID, status)
 	if err != nil {

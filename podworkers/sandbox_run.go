@@ -16,7 +16,8 @@ import (
 // from cfg; when the runtime keeps the sandbox's name reserved, it moves on
 // to the next attempt numbers (cfg.Metadata.Attempt says which it used).
 // The call is not cut short when ctx is cancelled (see uncancelled).
-func (s *Syncer) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+// reason says why the pod needs a sandbox, for the log.
+func (s *Syncer) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig, reason string) (string, error) {
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", fmt.Errorf("create pod log directory: %w", err)
 	}
@@ -34,7 +35,12 @@ func (s *Syncer) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.Po
 	if err != nil {
 		return "", fmt.Errorf("run sandbox (attempt %d): %w", cfg.Metadata.Attempt, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Started sandbox", "sandboxID", id, "attempt", cfg.Metadata.Attempt)
+	if logger := klog.FromContext(ctx); cfg.Metadata.Attempt > 0 {
+		// A pod restarted as a whole: operators want to know, and why.
+		logger.Info("Started a new sandbox for the pod", "sandboxID", id, "attempt", cfg.Metadata.Attempt, "reason", reason)
+	} else {
+		logger.V(2).Info("Started sandbox", "sandboxID", id)
+	}
 	return id, nil
 }
 

@@ -314,6 +314,9 @@ func (w *Workers) podLoop(ctx context.Context, uid types.UID, st *podState) {
 		w.mu.Unlock()
 
 		logger := logger.WithValues("pod", klog.KObj(pod))
+		if src := kubecontainer.PodSource(pod); src != "" {
+			logger = logger.WithValues("source", src)
+		}
 		res, err := w.syncOnce(klog.NewContext(opCtx, logger), pod, ph, grace, minTime)
 		cancel()
 		if ctx.Err() != nil {

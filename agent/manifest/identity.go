@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
 
 // Annotations a static pod carries, as the kubelet names them.
@@ -19,7 +21,7 @@ const (
 	AnnotationConfigHash = "kubernetes.io/config.hash"
 	// AnnotationConfigSource is the source the pod came from: SourceFile,
 	// SourceHTTP or SourceAPI.
-	AnnotationConfigSource = "kubernetes.io/config.source"
+	AnnotationConfigSource = kubecontainer.AnnotationConfigSource
 	// AnnotationConfigSeen is when the agent first saw the pod, in RFC 3339
 	// with nanoseconds.
 	AnnotationConfigSeen = "kubernetes.io/config.seen"

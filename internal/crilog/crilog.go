@@ -1,4 +1,4 @@
-package pleg
+package crilog
 
 import (
 	"context"
@@ -6,17 +6,17 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// streamErrorLevel is the verbosity at which the errors k8s.io/cri-client
-// logs for an event stream are shown.
-const streamErrorLevel = 4
+// Level is the verbosity at which QuietErrors shows the errors it quiets.
+const Level = 4
 
-// quietStreamErrors returns ctx with its logger changed so that errors
-// logged through it become info lines at streamErrorLevel. cri-client's
-// GetContainerEvents logs every end of a stream as an error ("failed to
-// receive streaming container event"), also the cancellation at shutdown,
-// which is expected; eventedLoop.ended reports each end itself at the
-// level it deserves, with the error.
-func quietStreamErrors(ctx context.Context) context.Context {
+// QuietErrors returns ctx with its logger changed so that errors logged
+// through it become info lines at Level, with the error under "err". Use
+// it for a CRI call whose failure the caller expects and reports itself at
+// the level it deserves: cri-client logs every failed call as an error,
+// such as the end of an event stream at shutdown ("failed to receive
+// streaming container event") or containerd 1.6's Unimplemented answer to
+// RuntimeConfig.
+func QuietErrors(ctx context.Context) context.Context {
 	l := klog.FromContext(ctx)
 	if l.GetSink() == nil {
 		return ctx
@@ -24,8 +24,7 @@ func quietStreamErrors(ctx context.Context) context.Context {
 	return klog.NewContext(ctx, l.WithSink(errorsAsInfo{l.GetSink()}))
 }
 
-// errorsAsInfo is a klog.LogSink that logs Error calls as Info at
-// streamErrorLevel, with the error under "err".
+// errorsAsInfo is a klog.LogSink that logs Error calls as Info at Level.
 type errorsAsInfo struct {
 	klog.LogSink
 }
@@ -40,8 +39,8 @@ func (s errorsAsInfo) Error(err error, msg string, kv ...any) {
 	if cd, ok := sink.(callDepthSink); ok {
 		sink = cd.WithCallDepth(1) // this frame: name the caller's line
 	}
-	if sink.Enabled(streamErrorLevel) {
-		sink.Info(streamErrorLevel, msg, append(kv, "err", err)...)
+	if sink.Enabled(Level) {
+		sink.Info(Level, msg, append(kv, "err", err)...)
 	}
 }
 

@@ -1,4 +1,4 @@
-package pleg
+package crilog
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 // The errors cri-client logs for an event stream (every end of it, the
 // cancellation at shutdown included) come out as info lines at V(4), with
 // the error, and not at all below that.
-func TestQuietStreamErrors(t *testing.T) {
+func TestQuietErrors(t *testing.T) {
 	for _, v := range []int{0, 4} {
 		logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(v)))
-		ctx := quietStreamErrors(klog.NewContext(context.Background(), logger))
+		ctx := QuietErrors(klog.NewContext(context.Background(), logger))
 		klog.FromContext(ctx).WithValues("k", "v").Error(context.Canceled, "failed to receive streaming container event")
 		got := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
-		if v < streamErrorLevel {
+		if v < Level {
 			if got != "" {
 				t.Errorf("-v=%d: logged %q", v, got)
 			}

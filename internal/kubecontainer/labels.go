@@ -30,6 +30,19 @@ const (
 	AnnotationSandboxHash              = "minikubelet.io/sandbox-hash"
 )
 
+// AnnotationConfigSource is the pod annotation that names the source a
+// pod came from ("file", "http", "api"), as the kubelet names it;
+// agent/manifest sets it.
+const AnnotationConfigSource = "kubernetes.io/config.source"
+
+// PodSource returns the source pod came from, "" when it does not say.
+func PodSource(pod *v1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	return pod.Annotations[AnnotationConfigSource]
+}
+
 // SandboxLabels returns the labels for a pod's sandbox: the pod's own labels
 // with the kubelet's identity labels on top.
 func SandboxLabels(pod *v1.Pod) map[string]string {

@@ -15,9 +15,6 @@ const (
 	// criticalPriority is the lowest priority of system-critical pods
 	// (scheduling.SystemCriticalPriority).
 	criticalPriority = 2000000000
-	// configSourceAnnotation marks where a pod came from; "api" for pods
-	// of the API server, a file or URL source for static pods.
-	configSourceAnnotation = "kubernetes.io/config.source"
 )
 
 // OOMScoreAdj is the oom_score_adj of a container, by the kubelet's rules:
@@ -70,7 +67,9 @@ func isNodeCritical(pod *v1.Pod) bool {
 	if pod.Spec.PriorityClassName != systemNodeCritical {
 		return false
 	}
-	if src, ok := pod.Annotations[configSourceAnnotation]; ok && src != "api" {
+	// kubernetes.io/config.source: "api" for pods of the API server, a
+	// file or URL source for static pods.
+	if src := kubecontainer.PodSource(pod); src != "" && src != "api" {
 		return true // a static pod
 	}
 	return pod.Spec.Priority != nil && *pod.Spec.Priority >= criticalPriority
