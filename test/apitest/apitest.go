@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -26,6 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/minikubelet/minikubelet/test/freeport"
 )
 
 // adminToken is the bearer token of the admin user in the token file.
@@ -65,15 +66,15 @@ func Start(ctx context.Context, opts Options) (s *Server, err error) {
 	if err := s.writeFiles(); err != nil {
 		return nil, err
 	}
-	etcdPort, err := freePort()
+	etcdPort, err := freeport.Pick()
 	if err != nil {
 		return nil, err
 	}
-	peerPort, err := freePort()
+	peerPort, err := freeport.Pick()
 	if err != nil {
 		return nil, err
 	}
-	s.port, err = freePort()
+	s.port, err = freeport.Pick()
 	if err != nil {
 		return nil, err
 	}
@@ -318,17 +319,4 @@ func (s *Server) Namespace(ctx context.Context, client kubernetes.Interface, nam
 		return fmt.Errorf("create kube-root-ca.crt in %s: %w", name, err)
 	}
 	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	addr, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, errors.New("free port: not a TCP address")
-	}
-	return addr.Port, nil
 }

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -34,6 +33,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
+	"github.com/minikubelet/minikubelet/test/freeport"
 )
 
 func main() {
@@ -380,10 +380,10 @@ func startAgent(bin string, rt *ctrdtest.Containerd, base, node string, extraArg
 		return nil, err
 	}
 	var err error
-	if a.port, err = freePort(); err != nil {
+	if a.port, err = freeport.Pick(); err != nil {
 		return nil, err
 	}
-	healthz, err := freePort()
+	healthz, err := freeport.Pick()
 	if err != nil {
 		return nil, err
 	}
@@ -497,15 +497,6 @@ func running(pods []v1.Pod, name string) bool {
 		}
 	}
 	return false
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func median(d []time.Duration) time.Duration { return pct(d, 0.5) }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
+	"github.com/minikubelet/minikubelet/test/freeport"
 )
 
 // agent is one bin/minikubelet process a test runs, with its own node name,
@@ -373,15 +373,9 @@ func describe(pod *v1.Pod) string {
 	return b.String()
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort picks a port below the ephemeral range (see freeport), so
+// that an agent restarted on its port finds it still free.
+func freePort(t *testing.T) int { return freeport.Must(t) }
 
 // runtimePods returns the sandboxes of the runtime whose pod name belongs
 // to node, and the containers in them.
