@@ -73,19 +73,19 @@ func start(t *testing.T, dir string, checkFrequency time.Duration) *harness {
 		cancel()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return after cancel")
+		case <-time.After(waitLimit):
+			t.Errorf("Run did not return within %v of cancel", waitLimit)
 		}
 	})
 	return h
 }
 
-// next returns the next Update, waiting at most 5s of real time. When step
+// next returns the next Update, waiting at most waitLimit of real time. When step
 // is not zero it advances the fake clock by step every 10ms while waiting,
 // so that quiet-period timers and rescans fire.
 func (h *harness) next(step time.Duration) sources.Update {
 	h.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for time.Now().Before(deadline) {
 		select {
 		case u := <-h.updates:
@@ -96,7 +96,7 @@ func (h *harness) next(step time.Duration) sources.Update {
 			}
 		}
 	}
-	h.t.Fatal("no Update within 5s")
+	h.t.Fatalf("no Update within %v", waitLimit)
 	return sources.Update{}
 }
 
@@ -154,8 +154,13 @@ func rename(t *testing.T, from, to string) {
 }
 
 const (
-	tick = 50 * time.Millisecond // fake time per poll: lets the quiet period pass
-	long = time.Hour             // CheckFrequency that never fires unless stepped
+	// waitLimit bounds the real time a test waits for what must come: an
+	// Update, Run's return. It only tells "never" from "eventually" (the
+	// decoding of a hostile manifest under the race detector on a loaded
+	// machine takes seconds), so it is generous.
+	waitLimit = 30 * time.Second
+	tick      = 50 * time.Millisecond // fake time per poll: lets the quiet period pass
+	long      = time.Hour             // CheckFrequency that never fires unless stepped
 )
 
 func TestChanges(t *testing.T) {

@@ -149,8 +149,8 @@ func start(t *testing.T, first answer, mutate func(*Config)) *harness {
 		cancel()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return after cancel")
+		case <-time.After(waitLimit):
+			t.Errorf("Run did not return within %v of cancel", waitLimit)
 		}
 	})
 	return h
@@ -181,14 +181,20 @@ func (h *harness) poll() {
 	})
 }
 
-// next returns the next Update, waiting at most 5s.
+// waitLimit bounds the real time a test waits for what must come: an
+// Update, Run's return. It only tells "never" from "eventually" (taking in
+// a body over the cap under the race detector on a loaded machine takes
+// seconds), so it is generous.
+const waitLimit = 30 * time.Second
+
+// next returns the next Update, waiting at most waitLimit.
 func (h *harness) next() sources.Update {
 	h.t.Helper()
 	select {
 	case u := <-h.updates:
 		return u
-	case <-time.After(5 * time.Second):
-		h.t.Fatal("no Update within 5s")
+	case <-time.After(waitLimit):
+		h.t.Fatalf("no Update within %v", waitLimit)
 		return sources.Update{}
 	}
 }
