@@ -20,7 +20,7 @@ import (
 func Pods(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pods", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	server := fs.String("server", DefaultServer, "URL of the agent's read-only endpoints")
+	server := fs.String("server", DefaultServer, serverUsage)
 	namespace := fs.String("namespace", "", "only pods of this namespace")
 	fs.StringVar(namespace, "n", "", "shorthand for --namespace")
 	if err := fs.Parse(args); err != nil {
