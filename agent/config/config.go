@@ -139,7 +139,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PodLogsDir, "pod-logs-dir", c.PodLogsDir, "Directory of container logs: <pod-logs-dir>/<namespace>_<name>_<uid>/<container>/<restart>.log.")
 	fs.StringVar(&c.HostnameOverride, "hostname-override", c.HostnameOverride, "The node name, used to name static pods (<pod>-<node>) and to derive their UIDs. Default: the host's name, lowercased.")
 	fs.StringVar(&c.NodeIP, "node-ip", c.NodeIP, "The node's IP address, reported as hostIP. Default: the address of the interface of the default route.")
-	fs.StringVar(&c.Address, "address", c.Address, "IP address the read-only port listens on.")
+	fs.StringVar(&c.Address, "address", c.Address, "IP address the kubelet port and the read-only port listen on (a config file defaults it to 0.0.0.0, as the kubelet).")
 	fs.IntVar(&c.ReadOnlyPort, "read-only-port", c.ReadOnlyPort, "Port of the read-only endpoints (/pods, /healthz); 0 disables them.")
 	fs.StringVar(&c.HealthzBindAddress, "healthz-bind-address", c.HealthzBindAddress, "IP address the healthz port listens on.")
 	fs.IntVar(&c.HealthzPort, "healthz-port", c.HealthzPort, "Port of /healthz; 0 disables it.")
