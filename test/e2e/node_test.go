@@ -256,10 +256,14 @@ func TestNodeMode(t *testing.T) {
 				t.Errorf("node has no %s condition: %+v", c, node.Status.Conditions)
 			}
 		}
-		lease, err := n.client.CoordinationV1().Leases("kube-node-lease").Get(n.ctx(), n.a.node, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("node lease: %v", err)
-		}
+		// The lease is created once the node is registered and its first
+		// status sent, which may be after the test saw it Ready.
+		var lease *coordinationv1.Lease
+		polltest.Until(t, 10*time.Second, "node lease", func() (bool, string) {
+			var err error
+			lease, err = n.client.CoordinationV1().Leases("kube-node-lease").Get(n.ctx(), n.a.node, metav1.GetOptions{})
+			return err == nil, fmt.Sprint(err)
+		})
 		checkLease(t, lease, n.a.node)
 
 		n.kubectl(objectsYAML, "apply", "-f", "-")
