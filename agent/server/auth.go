@@ -178,7 +178,7 @@ func (a *authenticator) certificateUser(r *http.Request) (*User, bool, error) {
 // bearerProtocolPrefix starts the WebSocket subprotocol that carries a
 // bearer token, base64url-encoded without padding, where a browser cannot
 // set the Authorization header.
-const bearerProtocolPrefix = "base64url.bearer.authorization.k8s.io."
+const bearerProtocolPrefix = "base64url.bearer.authorization.k8s.io." //nolint:gosec // G101: a protocol name, no credential
 
 // tokenUser checks the bearer token of r, if it has one.
 func (a *authenticator) tokenUser(r *http.Request) (*User, bool, error) {

@@ -97,7 +97,7 @@ func (t *tokenReviews) checkToken(ctx context.Context, token string) (*User, boo
 	// The cache is keyed by a hash: it holds no token.
 	key := sha256.Sum256([]byte(token))
 	if v, ok := t.cache.Get(key); ok {
-		a := v.(tokenAnswer) //nolint:errcheck // only tokenAnswers go in
+		a := v.(tokenAnswer) // only tokenAnswers go in
 		return copyUser(a.user), a.ok, a.err
 	}
 	var resp *authenticationv1.TokenReview
@@ -175,7 +175,7 @@ func (a *accessReviews) authorize(ctx context.Context, attr attributes) (bool, e
 	}
 	key := string(keyJSON)
 	if v, ok := a.cache.Get(key); ok {
-		return v.(bool), nil //nolint:errcheck // only bools go in
+		return v.(bool), nil // only bools go in
 	}
 	var resp *authorizationv1.SubjectAccessReview
 	err = a.call(ctx, func(ctx context.Context) error {

@@ -36,7 +36,7 @@ func TestClientOverSocket(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	pods, err := newClient(unixScheme+path).pods(context.Background())
+	pods, err := newClient(unixScheme + path).pods(context.Background())
 	if err != nil || len(pods) != 1 || pods[0].Name != "web-n1" {
 		t.Fatalf("pods over the socket = %v, %v; want web-n1", pods, err)
 	}
