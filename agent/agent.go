@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -108,7 +109,13 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	srcs, node, err := newSources(cfg, nodeName, hostIP, deps.Clock)
+	// Without a way to authenticate, the kubelet port is not served (Run
+	// says so) nor reported.
+	port := cfg.Port
+	if !cfg.CanAuthenticate() {
+		port = 0
+	}
+	srcs, node, err := newSources(cfg, nodeName, hostIP, port, deps.Clock)
 	if err != nil {
 		return nil, err
 	}
@@ -139,19 +146,25 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 		},
 		sources: srcs,
 		endpoints: server.Config{
-			Address:        cfg.Address,
-			ReadOnlyPort:   cfg.ReadOnlyPort,
-			HealthzAddress: cfg.HealthzBindAddress,
-			HealthzPort:    cfg.HealthzPort,
-			Pods:           view,
-			Checks:         h.checks(),
-			ManifestErrors: merger,
-			Metrics:        m.Handler(),
-			Logs:           view,
-			Auth:           cfg.ServerAuth(),
-			Running:        view,
-			Stats:          runtimeView{runtime}.stats,
-			Clock:          deps.Clock,
+			NodeName:                nodeName,
+			Address:                 cfg.Address,
+			Port:                    port,
+			ReadOnlyPort:            cfg.ReadOnlyPort,
+			HealthzAddress:          cfg.HealthzBindAddress,
+			HealthzPort:             cfg.HealthzPort,
+			SocketPath:              cfg.SocketPath,
+			TLS:                     servingTLS(cfg, nodeName, hostIP, node),
+			Auth:                    portAuth(cfg, node),
+			EnableDebuggingHandlers: cfg.EnableDebuggingHandlers,
+			Configz:                 cfg.KubeletConfiguration(),
+			Pods:                    view,
+			Checks:                  h.checks(),
+			ManifestErrors:          merger,
+			Metrics:                 m.Handler(),
+			Logs:                    view,
+			Running:                 view,
+			Stats:                   runtimeView{runtime}.stats,
+			Clock:                   deps.Clock,
 		},
 		notify: notify.New(notify.Config{
 			Notifier:        deps.Notifier,
@@ -166,9 +179,46 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 	}, nil
 }
 
+// servingTLS is where the kubelet port's certificate comes from: the
+// apiserver (--rotate-server-certificates), the files, or a self-signed
+// one for the node's name and address, and loopback.
+func servingTLS(cfg config.Config, nodeName, hostIP string, node *cluster.Cluster) server.TLS {
+	t := server.TLS{
+		CertFile: cfg.TLSCertFile,
+		KeyFile:  cfg.TLSPrivateKeyFile,
+		CertDir:  cfg.ServingCertDir(),
+		Hosts:    []string{nodeName, hostIP, "localhost", "127.0.0.1"},
+	}
+	if node != nil {
+		t.Rotating = node.ServingCertificate()
+	}
+	return t
+}
+
+// portAuth is who may use the kubelet port: in node mode the apiserver
+// checks tokens and authorizes, as configured.
+func portAuth(cfg config.Config, node *cluster.Cluster) server.AuthConfig {
+	a := server.AuthConfig{
+		ClientCAFile:    cfg.ClientCAFile,
+		TokenAuthFile:   cfg.TokenAuthFile,
+		TokenCacheTTL:   cfg.AuthenticationTokenWebhookCacheTTL,
+		Anonymous:       cfg.AnonymousAuth,
+		AuthorizedTTL:   cfg.AuthorizationWebhookCacheAuthorizedTTL,
+		UnauthorizedTTL: cfg.AuthorizationWebhookCacheUnauthorizedTTL,
+	}
+	if node != nil && cfg.TokenWebhook() {
+		a.TokenReviews = node.TokenReviews()
+	}
+	if node != nil && cfg.AuthorizationModeToUse() == config.AuthorizationWebhook {
+		a.SubjectAccessReviews = node.SubjectAccessReviews()
+	}
+	return a
+}
+
 // newSources builds the configured pod sources and, with --kubeconfig,
-// node mode's parts, whose pod source is one of them.
-func newSources(cfg config.Config, nodeName, hostIP string, clk clock.WithTicker) ([]podSource, *cluster.Cluster, error) {
+// node mode's parts, whose pod source is one of them; the Node reports
+// kubeletPort.
+func newSources(cfg config.Config, nodeName, hostIP string, kubeletPort int, clk clock.WithTicker) ([]podSource, *cluster.Cluster, error) {
 	srcs := []podSource{file.New(file.Config{
 		Path:           cfg.PodManifestPath,
 		NodeName:       nodeName,
@@ -188,7 +238,11 @@ func newSources(cfg config.Config, nodeName, hostIP string, clk clock.WithTicker
 		}
 		srcs = append(srcs, urlSource)
 	}
-	node, err := cluster.New(cluster.Config{NodeConfig: cfg.NodeConfig, NodeName: nodeName, HostIP: hostIP, RootDir: cfg.RootDir, Clock: clk})
+	clusterCfg := cluster.Config{NodeConfig: cfg.NodeConfig, NodeName: nodeName, HostIP: hostIP, RootDir: cfg.RootDir, KubeletPort: kubeletPort, Clock: clk}
+	if cfg.RotateServerCertificates {
+		clusterCfg.ServingCertDir = cfg.ServingCertDir()
+	}
+	node, err := cluster.New(clusterCfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -218,7 +272,13 @@ func configuredSources(cfg config.Config) []string {
 func (a *Agent) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting minikubelet", "node", a.nodeName, "hostIP", a.hostIP, "manifests", a.cfg.PodManifestPath, "runtime", a.cfg.RuntimeEndpoint)
-	srv, err := server.Listen(a.endpoints)
+	if a.cfg.Port != 0 && a.endpoints.Port == 0 {
+		logger.Info("Not serving the kubelet port: there is no way to authenticate its clients (give --client-ca-file or --token-auth-file, or run in node mode with --kubeconfig); the local command line uses the socket", "port", a.cfg.Port, "socket", a.cfg.SocketPath)
+	}
+	if a.cfg.ReadOnlyPort != 0 && !isLoopback(a.cfg.Address) {
+		logger.Info("Warning: the read-only port serves the pods (their specs included) and their metrics without authentication to every host that reaches it; a kubelet config file turns it off (readOnlyPort: 0)", "address", a.cfg.Address, "port", a.cfg.ReadOnlyPort)
+	}
+	srv, err := server.Listen(ctx, a.endpoints)
 	if err != nil {
 		return err
 	}
@@ -272,6 +332,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	parts.loop.run(ctx, podUpdates)
 	logger.Info("Stopping minikubelet; pods keep running")
 	return nil
+}
+
+// isLoopback reports whether address only accepts connections from this
+// host.
+func isLoopback(address string) bool {
+	ip := net.ParseIP(address)
+	return ip != nil && ip.IsLoopback()
 }
 
 // closeClients closes the CRI connections once ctx was cancelled.

@@ -2,13 +2,18 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"sync"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/agent/cluster/certificate"
 	"github.com/minikubelet/minikubelet/agent/cluster/objects"
 	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/sources"
@@ -29,7 +34,14 @@ type Config struct {
 	// RootDir is --root-dir: its filesystem is the Node's ephemeral
 	// storage.
 	RootDir string
-	Clock   clock.WithTicker
+	// KubeletPort is the kubelet port the Node reports
+	// (status.daemonEndpoints); 0 when it is not served.
+	KubeletPort int
+	// ServingCertDir, when set, is where the kubelet port's serving
+	// certificate, requested from the apiserver (serverTLSBootstrap), is
+	// kept; empty when the certificate comes from elsewhere.
+	ServingCertDir string
+	Clock          clock.WithTicker
 }
 
 // Cluster holds node mode's parts that need no container runtime: the
@@ -42,6 +54,9 @@ type Cluster struct {
 	client  kubernetes.Interface
 	source  *apisource.Source
 	objects *objects.Cache
+	// serving obtains the kubelet port's certificate; nil unless
+	// cfg.ServingCertDir is set.
+	serving *certificate.Manager
 }
 
 // New builds node mode's client, pod source and object cache from cfg;
@@ -68,30 +83,68 @@ func New(cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{
+	c := &Cluster{
 		cfg:     cfg,
 		client:  client,
 		source:  src,
 		objects: objects.New(objects.Config{Client: client}),
-	}, nil
+	}
+	if cfg.ServingCertDir != "" {
+		c.serving = certificate.New(certificate.Config{
+			Client:    client.CertificatesV1().CertificateSigningRequests(),
+			NodeName:  cfg.NodeName,
+			Addresses: nodeAddresses(cfg),
+			Dir:       cfg.ServingCertDir,
+			Clock:     cfg.Clock,
+		})
+	}
+	return c, nil
+}
+
+// nodeAddresses are the Node's addresses: its InternalIP and Hostname.
+func nodeAddresses(cfg Config) []v1.NodeAddress {
+	return []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: cfg.HostIP}, {Type: v1.NodeHostName, Address: cfg.NodeName}}
+}
+
+// ServingCertificate returns the kubelet port's certificate issued by the
+// apiserver, nil until there is one; nil when it is not requested there
+// (ServingCertDir empty). Safe for concurrent use.
+func (c *Cluster) ServingCertificate() func() *tls.Certificate {
+	if c.serving == nil {
+		return nil
+	}
+	return c.serving.Current
+}
+
+// TokenReviews checks bearer tokens for the kubelet port.
+func (c *Cluster) TokenReviews() authenticationv1.TokenReviewInterface {
+	return c.client.AuthenticationV1().TokenReviews()
+}
+
+// SubjectAccessReviews authorizes requests to the kubelet port.
+func (c *Cluster) SubjectAccessReviews() authorizationv1.SubjectAccessReviewInterface {
+	return c.client.AuthorizationV1().SubjectAccessReviews()
 }
 
 // Objects serves the configMaps, secrets and tokens the node's pods refer
 // to, to the volume plugins and pod workers.
 func (c *Cluster) Objects() *objects.Cache { return c.objects }
 
-// Run runs the pod source, which sends its snapshots to out, and the
-// object cache until ctx is done.
+// Run runs the pod source, which sends its snapshots to out, the object
+// cache and, when requested, the serving certificate's renewals until ctx
+// is done.
 func (c *Cluster) Run(ctx context.Context, out chan<- sources.Update) {
+	runs := []func(context.Context){func(ctx context.Context) { c.source.Run(ctx, out) }, c.objects.Run}
+	if c.serving != nil {
+		runs = append(runs, c.serving.Run)
+	}
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		c.source.Run(ctx, out)
-	}()
-	go func() {
-		defer wg.Done()
-		c.objects.Run(ctx)
-	}()
+	for _, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(ctx)
+		}()
+	}
 	wg.Wait()
 }

@@ -50,6 +50,13 @@ func checkEndpoint(s string) error {
 	return nil
 }
 
+func checkAuthorizationMode(s string) error {
+	if s != AuthorizationAlwaysAllow && s != AuthorizationWebhook {
+		return fmt.Errorf("%q is not one of AlwaysAllow, Webhook", s)
+	}
+	return nil
+}
+
 func checkManifestURL(s string) error {
 	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%q must be an http:// or https:// URL", s)

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/minikubelet/minikubelet/agent/server"
 	"github.com/minikubelet/minikubelet/agent/shutdown"
 	"github.com/minikubelet/minikubelet/cgroups"
 )
@@ -47,12 +46,6 @@ type Config struct {
 	FeatureGates map[string]bool
 	// MaxContainerRestartPeriod caps the crash-loop back-off.
 	MaxContainerRestartPeriod time.Duration
-	// TLS and client authentication of the read-only endpoints, needed
-	// when Address is not loopback.
-	TLSCertFile       string
-	TLSPrivateKeyFile string
-	ClientCAFile      string
-	TokenAuthFile     string
 	// ShutdownGracePeriod is how long a shutdown of the node is delayed to
 	// terminate pods gracefully; 0 turns graceful node shutdown off.
 	ShutdownGracePeriod time.Duration
@@ -91,6 +84,8 @@ type Config struct {
 	PodInfraContainerImage      string
 	// NodeConfig is node mode's configuration (node.go).
 	NodeConfig
+	// ServerConfig is the endpoints' configuration (server.go).
+	ServerConfig
 }
 
 // Default returns the kubelet's defaults.
@@ -125,6 +120,7 @@ func Default() Config {
 		ImageMinimumGCAge:           2 * time.Minute,
 		ImageGCPeriod:               5 * time.Minute,
 		NodeConfig:                  defaultNodeConfig(),
+		ServerConfig:                defaultServerConfig(),
 	}
 }
 
@@ -143,7 +139,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PodLogsDir, "pod-logs-dir", c.PodLogsDir, "Directory of container logs: <pod-logs-dir>/<namespace>_<name>_<uid>/<container>/<restart>.log.")
 	fs.StringVar(&c.HostnameOverride, "hostname-override", c.HostnameOverride, "The node name, used to name static pods (<pod>-<node>) and to derive their UIDs. Default: the host's name, lowercased.")
 	fs.StringVar(&c.NodeIP, "node-ip", c.NodeIP, "The node's IP address, reported as hostIP. Default: the address of the interface of the default route.")
-	fs.StringVar(&c.Address, "address", c.Address, "IP address the read-only port listens on.")
+	fs.StringVar(&c.Address, "address", c.Address, "IP address the kubelet port and the read-only port listen on (a config file defaults it to 0.0.0.0, as the kubelet).")
 	fs.IntVar(&c.ReadOnlyPort, "read-only-port", c.ReadOnlyPort, "Port of the read-only endpoints (/pods, /healthz); 0 disables them.")
 	fs.StringVar(&c.HealthzBindAddress, "healthz-bind-address", c.HealthzBindAddress, "IP address the healthz port listens on.")
 	fs.IntVar(&c.HealthzPort, "healthz-port", c.HealthzPort, "Port of /healthz; 0 disables it.")
@@ -168,16 +164,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ShutdownGracePeriod, "shutdown-grace-period", c.ShutdownGracePeriod, "How long a shutdown of the node is delayed, through a delay inhibitor lock of systemd-logind on the system bus ($DBUS_SYSTEM_BUS_ADDRESS), to terminate every pod gracefully, critical pods last. Pods so terminated report phase Failed, reason Terminated; if the shutdown is cancelled they start again. 0 turns graceful node shutdown off: stopping the agent, or the node, leaves pods to the system.")
 	fs.DurationVar(&c.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", c.ShutdownGracePeriodCriticalPods, "The part of --shutdown-grace-period kept for critical pods (priorityClassName system-node-critical or system-cluster-critical), which are terminated after the others. At most --shutdown-grace-period.")
 	fs.StringVar(&c.LogindConfDir, "logind-conf-dir", c.LogindConfDir, "Directory of systemd-logind drop-ins: when logind's InhibitDelayMaxSec is shorter than --shutdown-grace-period, the agent writes 99-minikubelet.conf there raising it, and has logind reload.")
-	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "Serving certificate (PEM) of the read-only endpoints; required, with --tls-private-key-file, when --address is not loopback.")
-	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "Private key (PEM) of --tls-cert-file.")
-	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA bundle (PEM): a client certificate it signs may use the endpoints served on a non-loopback --address.")
-	fs.StringVar(&c.TokenAuthFile, "token-auth-file", c.TokenAuthFile, "Bearer tokens that may use the endpoints served on a non-loopback --address, one 'token,user,uid[,groups]' line each (kube-apiserver's format).")
 	c.addNodeFlags(fs)
-}
-
-// ServerAuth is how the read-only endpoints authenticate clients.
-func (c *Config) ServerAuth() server.Auth {
-	return server.Auth{CertFile: c.TLSCertFile, KeyFile: c.TLSPrivateKeyFile, ClientCAFile: c.ClientCAFile, TokenAuthFile: c.TokenAuthFile}
+	c.addServerFlags(fs)
 }
 
 // Validate reports every bad value, each naming its flag.
@@ -234,11 +222,7 @@ func (c *Config) Validate() error {
 	if c.ShutdownGracePeriod > 0 && c.LogindConfDir == "" {
 		errs = append(errs, errors.New("--logind-conf-dir: must not be empty with --shutdown-grace-period"))
 	}
-	if c.ReadOnlyPort != 0 {
-		if err := c.ServerAuth().Validate(c.Address); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, c.validateServer()...)
 	errs = append(errs, c.validateImageGC()...)
 	switch c.PLEGMode {
 	case PLEGModeAuto, PLEGModeRelist, PLEGModeEvented:

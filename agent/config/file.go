@@ -71,6 +71,11 @@ func fileDefaults() Config {
 	// The kubelet's --read-only-port defaults to 10255 only for the command
 	// line; a config file that does not name it turns the port off.
 	c.ReadOnlyPort = 0
+	// The kubelet listens on every address; minikubelet's --address
+	// defaults to loopback, where the read-only port is on. A config file
+	// turns that port off, and its address is the kubelet's: a cluster's
+	// apiserver must reach the kubelet port.
+	c.Address = "0.0.0.0"
 	return c
 }
 
@@ -397,6 +402,16 @@ func int32Ptr(f func(*kcConfig) *int32) func(*kcConfig) (int, bool) {
 	}
 }
 
+func boolPtr(f func(*kcConfig) *bool) func(*kcConfig) (bool, bool) {
+	return func(kc *kcConfig) (bool, bool) {
+		p := f(kc)
+		if p == nil {
+			return false, false
+		}
+		return *p, true
+	}
+}
+
 // fileFields are the KubeletConfiguration fields minikubelet implements,
 // each with the flag of the same setting. Every other field of the file is
 // ignored with a warning.
@@ -422,8 +437,26 @@ func fileFields() []fileField {
 			str(func(kc *kcConfig) string { return kc.TLSCertFile }), nil),
 		field("tlsPrivateKeyFile", "tls-private-key-file", func(c *Config) *string { return &c.TLSPrivateKeyFile },
 			str(func(kc *kcConfig) string { return kc.TLSPrivateKeyFile }), nil),
+		field("serverTLSBootstrap", "rotate-server-certificates", func(c *Config) *bool { return &c.RotateServerCertificates },
+			func(kc *kcConfig) (bool, bool) { return kc.ServerTLSBootstrap, kc.ServerTLSBootstrap }, nil),
+		field("port", "port", func(c *Config) *int { return &c.Port },
+			func(kc *kcConfig) (int, bool) { return int(kc.Port), kc.Port != 0 }, checkPort),
+		field("enableDebuggingHandlers", "enable-debugging-handlers", func(c *Config) *bool { return &c.EnableDebuggingHandlers },
+			boolPtr(func(kc *kcConfig) *bool { return kc.EnableDebuggingHandlers }), nil),
 		field("authentication.x509.clientCAFile", "client-ca-file", func(c *Config) *string { return &c.ClientCAFile },
 			str(func(kc *kcConfig) string { return kc.Authentication.X509.ClientCAFile }), nil),
+		field("authentication.anonymous.enabled", "anonymous-auth", func(c *Config) *bool { return &c.AnonymousAuth },
+			boolPtr(func(kc *kcConfig) *bool { return kc.Authentication.Anonymous.Enabled }), nil),
+		field("authentication.webhook.enabled", "authentication-token-webhook", func(c *Config) *bool { return &c.AuthenticationTokenWebhook },
+			boolPtr(func(kc *kcConfig) *bool { return kc.Authentication.Webhook.Enabled }), nil),
+		field("authentication.webhook.cacheTTL", "authentication-token-webhook-cache-ttl", func(c *Config) *time.Duration { return &c.AuthenticationTokenWebhookCacheTTL },
+			duration(func(kc *kcConfig) metav1.Duration { return kc.Authentication.Webhook.CacheTTL }), checkNotNegative),
+		field("authorization.mode", "authorization-mode", func(c *Config) *string { return &c.AuthorizationMode },
+			str(func(kc *kcConfig) string { return string(kc.Authorization.Mode) }), checkAuthorizationMode),
+		field("authorization.webhook.cacheAuthorizedTTL", "authorization-webhook-cache-authorized-ttl", func(c *Config) *time.Duration { return &c.AuthorizationWebhookCacheAuthorizedTTL },
+			duration(func(kc *kcConfig) metav1.Duration { return kc.Authorization.Webhook.CacheAuthorizedTTL }), checkNotNegative),
+		field("authorization.webhook.cacheUnauthorizedTTL", "authorization-webhook-cache-unauthorized-ttl", func(c *Config) *time.Duration { return &c.AuthorizationWebhookCacheUnauthorizedTTL },
+			duration(func(kc *kcConfig) metav1.Duration { return kc.Authorization.Webhook.CacheUnauthorizedTTL }), checkNotNegative),
 		field("readOnlyPort", "read-only-port", func(c *Config) *int { return &c.ReadOnlyPort },
 			func(kc *kcConfig) (int, bool) { return int(kc.ReadOnlyPort), true }, checkPort),
 		field("healthzBindAddress", "healthz-bind-address", func(c *Config) *string { return &c.HealthzBindAddress },

@@ -44,6 +44,13 @@ func loadPath(t *testing.T, path string, args ...string) (Config, string, error)
 
 const header = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 
+// fileDefault changes Default() into the defaults of a config file: the
+// read-only port off, the kubelet port on every address.
+func fileDefault(c *Config) {
+	c.ReadOnlyPort = 0
+	c.Address = "0.0.0.0"
+}
+
 func TestLoadFileMapsFields(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -68,9 +75,21 @@ staticPodURLHeader:
 address: 0.0.0.0
 tlsCertFile: /etc/minikubelet/tls.crt
 tlsPrivateKeyFile: /etc/minikubelet/tls.key
+port: 10260
+enableDebuggingHandlers: false
 authentication:
   x509:
     clientCAFile: /etc/minikubelet/ca.crt
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+    cacheTTL: 1m
+authorization:
+  mode: Webhook
+  webhook:
+    cacheAuthorizedTTL: 1m
+    cacheUnauthorizedTTL: 5s
 readOnlyPort: 10266
 healthzBindAddress: 0.0.0.0
 healthzPort: 10249
@@ -92,6 +111,8 @@ imageGCHighThresholdPercent: 90
 imageGCLowThresholdPercent: 70
 imageMinimumGCAge: 5m
 `,
+			// Webhook authorization needs node mode.
+			args: []string{"--kubeconfig", "/etc/kubernetes/kubelet.conf"},
 			want: func(c *Config) {
 				c.PodManifestPath = "/srv/manifests"
 				c.PodLogsDir = "/srv/logs"
@@ -102,6 +123,15 @@ imageMinimumGCAge: 5m
 				c.ManifestURLHeader = http.Header{"Authorization": {"Bearer x"}, "X-Node": {"n1", "n2"}}
 				c.Address = "0.0.0.0"
 				c.TLSCertFile, c.TLSPrivateKeyFile, c.ClientCAFile = "/etc/minikubelet/tls.crt", "/etc/minikubelet/tls.key", "/etc/minikubelet/ca.crt"
+				c.Port = 10260
+				c.EnableDebuggingHandlers = false
+				c.AnonymousAuth = true
+				c.AuthenticationTokenWebhook = false
+				c.AuthenticationTokenWebhookCacheTTL = time.Minute
+				c.AuthorizationMode = "Webhook"
+				c.Kubeconfig = "/etc/kubernetes/kubelet.conf"
+				c.AuthorizationWebhookCacheAuthorizedTTL = time.Minute
+				c.AuthorizationWebhookCacheUnauthorizedTTL = 5 * time.Second
 				c.ReadOnlyPort = 10266
 				c.HealthzBindAddress = "0.0.0.0"
 				c.HealthzPort = 10249
@@ -123,20 +153,21 @@ imageMinimumGCAge: 5m
 			},
 		},
 		{
-			name:    "fields left out keep the defaults; the read-only port is off as in a kubelet config file",
+			name:    "fields left out keep the defaults; the read-only port is off and the address any, as in a kubelet config file",
 			content: header,
-			want:    func(c *Config) { c.ReadOnlyPort = 0 },
+			want:    fileDefault,
 		},
 		{
 			name:    "an explicit zero is kept where it means off",
 			content: header + "healthzPort: 0\nreadOnlyPort: 0\nshutdownGracePeriod: 0s\n",
-			want:    func(c *Config) { c.ReadOnlyPort, c.HealthzPort = 0, 0 },
+			want:    func(c *Config) { fileDefault(c); c.HealthzPort = 0 },
 		},
 		{
 			name:    "flags given on the command line win over the file",
 			content: header + "syncFrequency: 30s\nstaticPodPath: /srv/manifests\nmaxPods: 50\ncgroupsPerQOS: false\nstaticPodURL: http://a/pods\nstaticPodURLHeader: {A: [file]}\n",
 			args:    []string{"--sync-frequency", "5s", "--read-only-port", "10255", "--cgroups-per-qos=true", "--manifest-url-header", "B:flag"},
 			want: func(c *Config) {
+				c.Address = "0.0.0.0"
 				c.SyncFrequency = 5 * time.Second
 				c.PodManifestPath = "/srv/manifests"
 				c.MaxPods = 50
@@ -148,21 +179,21 @@ imageMinimumGCAge: 5m
 			name:    "a flag given with its default value still wins",
 			content: header + "syncFrequency: 30s\n",
 			args:    []string{"--sync-frequency", "1m"},
-			want:    func(c *Config) { c.ReadOnlyPort = 0 },
+			want:    fileDefault,
 		},
 		{
 			name:    "feature gates merge, the command line's winning",
 			content: header + "featureGates: {EventedPLEG: true, SomeGate: false}\n",
 			args:    []string{"--feature-gates", "EventedPLEG=false,Other=true"},
 			want: func(c *Config) {
-				c.ReadOnlyPort = 0
+				fileDefault(c)
 				c.FeatureGates = map[string]bool{"EventedPLEG": false, "SomeGate": false, "Other": true}
 			},
 		},
 		{
 			name:    "fields minikubelet ignores do not change anything",
-			content: header + "port: 10250\nauthentication: {anonymous: {enabled: false}}\nevictionHard: {memory.available: 100Mi}\n",
-			want:    func(c *Config) { c.ReadOnlyPort = 0 },
+			content: header + "rotateCertificates: true\nevictionHard: {memory.available: 100Mi}\n",
+			want:    fileDefault,
 		},
 	}
 	for _, tt := range tests {
@@ -197,11 +228,11 @@ func TestLoadFileWithoutConfigChangesNothing(t *testing.T) {
 }
 
 func TestLoadFileWarnsOnceOfIgnoredFields(t *testing.T) {
-	_, log, err := loadWith(t, header+"port: 10250\nauthentication: {anonymous: {enabled: false}}\nsyncFrequency: 10s\ncrashLoopBackOff: {maxContainerRestartPeriod: 20s}\n")
+	_, log, err := loadWith(t, header+"rotateCertificates: true\nauthentication: {anonymous: {enabled: false}}\nsyncFrequency: 10s\nlogging: {format: json}\ncrashLoopBackOff: {maxContainerRestartPeriod: 20s}\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "ignored: authentication.anonymous, port (minikubelet does not implement them)"
+	want := "ignored: logging, rotateCertificates (minikubelet does not implement them)"
 	if strings.Count(log, "ignored:") != 1 || strings.Count(log, "\n") != 0 || !strings.Contains(log, want) {
 		t.Errorf("warnings = %q; want one with %q", log, want)
 	}
@@ -246,6 +277,9 @@ func TestLoadFileErrors(t *testing.T) {
 		{"critical grace above total", header + "shutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 20s\n", []string{"shutdownGracePeriodCriticalPods: 20s exceeds shutdownGracePeriod (10s)"}},
 		{"negative shutdown grace", header + "shutdownGracePeriod: -1s\n", []string{"shutdownGracePeriod:"}},
 		{"restart period above 5m", header + "crashLoopBackOff:\n  maxContainerRestartPeriod: 10m\n", []string{"crashLoopBackOff.maxContainerRestartPeriod:", "1s to 5m"}},
+		{"bad authorization mode", header + "authorization: {mode: Node}\n", []string{"authorization.mode:", `"Node" is not one of AlwaysAllow, Webhook`}},
+		{"kubelet port too big", header + "port: 70000\n", []string{"port: 70000 is not a port"}},
+		{"negative webhook cache TTL", header + "authentication: {webhook: {cacheTTL: -1s}}\n", []string{"authentication.webhook.cacheTTL:"}},
 		{"empty feature gate", header + "featureGates: {'': true}\n", []string{"featureGates:"}},
 		{"non-bool feature gate", header + "featureGates: {EventedPLEG: maybe}\n", []string{"featureGates:", "cannot unmarshal"}},
 	}

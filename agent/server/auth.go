@@ -2,108 +2,321 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"crypto/subtle"
-	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
+	"time"
+	"unicode/utf8"
+
+	"k8s.io/utils/clock"
 )
 
-// Auth protects the read-only endpoints when they are served on an address
-// other than loopback: they are then served over TLS only, and a request
-// needs a client certificate signed by ClientCAFile or a bearer token
-// listed in TokenAuthFile.
-type Auth struct {
-	// CertFile and KeyFile are the serving certificate and key
-	// (--tls-cert-file, --tls-private-key-file).
-	CertFile string
-	KeyFile  string
-	// ClientCAFile verifies client certificates (--client-ca-file).
+// AuthConfig configures who may use the kubelet port, as the kubelet's
+// authentication and authorization settings do.
+type AuthConfig struct {
+	// ClientCAFile verifies client certificates (--client-ca-file,
+	// authentication.x509.clientCAFile): the user is the certificate's
+	// common name, the groups its organizations.
 	ClientCAFile string
 	// TokenAuthFile lists bearer tokens as kube-apiserver's
-	// --token-auth-file does: "token,user,uid[,groups]" per line.
+	// --token-auth-file does (not a kubelet flag).
 	TokenAuthFile string
+	// TokenReviews, when set, checks bearer tokens with the apiserver
+	// (authentication.webhook.enabled), keeping each answer TokenCacheTTL.
+	TokenReviews  tokenReviewer
+	TokenCacheTTL time.Duration
+	// Anonymous lets requests without credentials through as
+	// system:anonymous (authentication.anonymous.enabled).
+	Anonymous bool
+	// SubjectAccessReviews, when set, asks the apiserver whether a
+	// request is allowed (authorization.mode Webhook), keeping an allowed
+	// answer AuthorizedTTL and another UnauthorizedTTL. Nil allows every
+	// authenticated request (AlwaysAllow).
+	SubjectAccessReviews           accessReviewer
+	AuthorizedTTL, UnauthorizedTTL time.Duration
 }
 
-// IsLoopback reports whether address only accepts connections from this
-// host.
-func IsLoopback(address string) bool {
-	if address == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(address)
-	return ip != nil && ip.IsLoopback()
-}
-
-// Validate refuses serving on a non-loopback address without TLS and a
-// way to authenticate clients; flag names are the kubelet's.
-func (a Auth) Validate(address string) error {
-	if IsLoopback(address) {
-		return nil
-	}
-	var missing []string
-	if a.CertFile == "" || a.KeyFile == "" {
-		missing = append(missing, "--tls-cert-file and --tls-private-key-file")
-	}
-	if a.ClientCAFile == "" && a.TokenAuthFile == "" {
-		missing = append(missing, "--client-ca-file or --token-auth-file")
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("--address %q is reachable from other hosts: serving pods, logs and metrics there needs %s (or bind --address 127.0.0.1)", address, strings.Join(missing, ", and "))
-	}
-	return nil
-}
-
-// authenticator checks requests on a TLS listener.
-type authenticator struct {
-	tokens map[string]string // token -> user
-	certs  bool
-}
-
-// tlsConfig loads what a.Validate asked for and returns the server's TLS
-// configuration and the request check.
-func (a Auth) tlsConfig() (*tls.Config, *authenticator, error) {
-	cert, err := tls.LoadX509KeyPair(a.CertFile, a.KeyFile)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--tls-cert-file %s, --tls-private-key-file %s: %w", a.CertFile, a.KeyFile, err)
-	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	auth := &authenticator{}
-	if a.ClientCAFile != "" {
-		pem, err := os.ReadFile(a.ClientCAFile)
+// newAuth reads cfg's files and builds the kubelet port's guard for node.
+func newAuth(cfg AuthConfig, node string, clk clock.Clock) (*auth, error) {
+	a := &auth{authn: &authenticator{anonymous: cfg.Anonymous, clock: clk}, authz: alwaysAllow{}, nodeName: node}
+	if cfg.ClientCAFile != "" {
+		pool, err := readClientCAs(cfg.ClientCAFile)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--client-ca-file: %w", err)
+			return nil, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, nil, fmt.Errorf("--client-ca-file %s: no PEM certificate in it", a.ClientCAFile)
-		}
-		cfg.ClientCAs = pool
-		cfg.ClientAuth = tls.VerifyClientCertIfGiven
-		auth.certs = true
+		a.authn.clientCAs = pool
 	}
-	if a.TokenAuthFile != "" {
-		if auth.tokens, err = readTokens(a.TokenAuthFile); err != nil {
-			return nil, nil, err
+	if cfg.TokenAuthFile != "" {
+		tokens, err := readTokens(cfg.TokenAuthFile)
+		if err != nil {
+			return nil, err
 		}
+		a.authn.tokens = append(a.authn.tokens, tokens)
 	}
-	return cfg, auth, nil
+	if cfg.TokenReviews != nil {
+		a.authn.tokens = append(a.authn.tokens, &tokenReviews{webhook: newWebhook(clk), client: cfg.TokenReviews, ttl: cfg.TokenCacheTTL})
+	}
+	if cfg.SubjectAccessReviews != nil {
+		a.authz = &accessReviews{webhook: newWebhook(clk), client: cfg.SubjectAccessReviews, allowedTTL: cfg.AuthorizedTTL, deniedTTL: cfg.UnauthorizedTTL}
+	}
+	return a, nil
 }
 
-// readTokens reads a token file; each error names the file and line.
-func readTokens(path string) (map[string]string, error) {
+// Well-known user and group names, the apiserver's.
+const (
+	anonymousUser        = "system:anonymous"
+	unauthenticatedGroup = "system:unauthenticated"
+	authenticatedGroup   = "system:authenticated"
+)
+
+// User is who made a request, as authentication found it.
+type User struct {
+	Name   string
+	UID    string
+	Groups []string
+	Extra  map[string][]string
+}
+
+// tokenChecker checks a bearer token: the user and true for a valid one;
+// nil, false and nil for one it does not know; an error when it cannot
+// tell (an apiserver that does not answer). Safe for concurrent use.
+type tokenChecker interface {
+	checkToken(ctx context.Context, token string) (*User, bool, error)
+}
+
+// errInvalidToken is a bearer token no checker accepts.
+var errInvalidToken = errors.New("invalid bearer token")
+
+// authenticator finds who made a request on the kubelet port, as the
+// kubelet's does: a verified client certificate, else a bearer token (the
+// Authorization header, or a WebSocket subprotocol), else anonymous when
+// allowed. A credential that is presented and fails (a certificate of
+// another CA, an unknown token) is not taken for anonymous: the request
+// gets 401.
+type authenticator struct {
+	// clientCAs verifies client certificates; nil when they are not
+	// used (no --client-ca-file).
+	clientCAs *x509.CertPool
+	// tokens check bearer tokens in order (the token file, TokenReview).
+	tokens    []tokenChecker
+	anonymous bool
+	clock     clock.PassiveClock
+}
+
+// configured reports whether any request can be authenticated.
+func (a *authenticator) configured() bool {
+	return a.clientCAs != nil || len(a.tokens) > 0 || a.anonymous
+}
+
+// authenticate returns who made r, or an error when r must get 401. It
+// removes a bearer token it accepted from r, so that it goes no further.
+func (a *authenticator) authenticate(r *http.Request) (*User, error) {
+	var errs []error
+	if u, ok, err := a.certificateUser(r); ok {
+		return withAuthenticated(u), nil
+	} else if err != nil {
+		errs = append(errs, err)
+	}
+	if u, ok, err := a.tokenUser(r); ok {
+		return withAuthenticated(u), nil
+	} else if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if a.anonymous {
+		return &User{Name: anonymousUser, Groups: []string{unauthenticatedGroup}}, nil
+	}
+	return nil, errors.New("no credentials")
+}
+
+// withAuthenticated adds system:authenticated to u's groups, as the
+// apiserver does for every authenticated user.
+func withAuthenticated(u *User) *User {
+	if !slices.Contains(u.Groups, authenticatedGroup) {
+		u.Groups = append(slices.Clip(u.Groups), authenticatedGroup)
+	}
+	return u
+}
+
+// certificateUser verifies r's client certificate against the client CAs
+// for client authentication: the user is its common name, the groups its
+// organizations.
+func (a *authenticator) certificateUser(r *http.Request) (*User, bool, error) {
+	if a.clientCAs == nil || r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return nil, false, nil
+	}
+	certs := r.TLS.PeerCertificates
+	opts := x509.VerifyOptions{
+		Roots:         a.clientCAs,
+		Intermediates: x509.NewCertPool(),
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		CurrentTime:   a.clock.Now(),
+	}
+	for _, c := range certs[1:] {
+		opts.Intermediates.AddCert(c)
+	}
+	if _, err := certs[0].Verify(opts); err != nil {
+		return nil, false, fmt.Errorf("client certificate %q: %w", certs[0].Subject.CommonName, err)
+	}
+	if certs[0].Subject.CommonName == "" {
+		return nil, false, errors.New("client certificate without a common name (the user)")
+	}
+	return &User{Name: certs[0].Subject.CommonName, Groups: slices.Clone(certs[0].Subject.Organization)}, true, nil
+}
+
+// bearerProtocolPrefix starts the WebSocket subprotocol that carries a
+// bearer token, base64url-encoded without padding, where a browser cannot
+// set the Authorization header.
+const bearerProtocolPrefix = "base64url.bearer.authorization.k8s.io." //nolint:gosec // G101: a protocol name, no credential
+
+// tokenUser checks the bearer token of r, if it has one.
+func (a *authenticator) tokenUser(r *http.Request) (*User, bool, error) {
+	if len(a.tokens) == 0 {
+		return nil, false, nil
+	}
+	token, fromHeader, err := bearerToken(r)
+	if err != nil || token == "" {
+		return nil, false, err
+	}
+	var errs []error
+	for _, c := range a.tokens {
+		u, ok, err := c.checkToken(r.Context(), token)
+		if ok {
+			if fromHeader {
+				r.Header.Del("Authorization")
+			} else {
+				dropBearerProtocol(r)
+			}
+			return u, true, nil
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, false, errors.Join(errs...)
+	}
+	return nil, false, errInvalidToken
+}
+
+// bearerToken returns the token of r's "Authorization: Bearer" header, or
+// of its WebSocket bearer subprotocol (fromHeader false); "" when it has
+// neither.
+func bearerToken(r *http.Request) (token string, fromHeader bool, err error) {
+	if h := strings.TrimSpace(r.Header.Get("Authorization")); h != "" {
+		scheme, token, ok := strings.Cut(h, " ")
+		if ok && strings.EqualFold(scheme, "bearer") {
+			return strings.TrimSpace(token), true, nil
+		}
+		return "", false, nil
+	}
+	if !isWebSocket(r) {
+		return "", false, nil
+	}
+	for _, p := range protocols(r) {
+		encoded, ok := strings.CutPrefix(p, bearerProtocolPrefix)
+		if !ok {
+			continue
+		}
+		if token != "" {
+			return "", false, errors.New("more than one bearer token subprotocol")
+		}
+		b, err := base64.RawURLEncoding.DecodeString(encoded)
+		if err != nil || !utf8.Valid(b) || len(b) == 0 {
+			return "", false, errors.New("bearer token subprotocol: not a base64url-encoded token")
+		}
+		token = string(b)
+	}
+	return token, false, nil
+}
+
+// isWebSocket reports whether r asks to upgrade to a WebSocket.
+func isWebSocket(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && headerHasToken(r.Header.Values("Connection"), "upgrade")
+}
+
+func headerHasToken(values []string, token string) bool {
+	for _, v := range values {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// protocols are r's WebSocket subprotocols.
+func protocols(r *http.Request) []string {
+	var out []string
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// dropBearerProtocol removes the bearer token subprotocol from r, so that
+// the handler negotiates only the real ones.
+func dropBearerProtocol(r *http.Request) {
+	var keep []string
+	for _, p := range protocols(r) {
+		if !strings.HasPrefix(p, bearerProtocolPrefix) {
+			keep = append(keep, p)
+		}
+	}
+	r.Header.Del("Sec-WebSocket-Protocol")
+	if len(keep) > 0 {
+		r.Header.Set("Sec-WebSocket-Protocol", strings.Join(keep, ","))
+	}
+}
+
+// fileTokens are the bearer tokens of a --token-auth-file.
+type fileTokens map[string]*User
+
+var _ tokenChecker = fileTokens(nil)
+
+// checkToken compares in constant time, so that a token cannot be guessed
+// byte by byte from response times.
+func (f fileTokens) checkToken(_ context.Context, token string) (*User, bool, error) {
+	var found *User
+	for t, u := range f {
+		if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
+			found = u
+		}
+	}
+	if found == nil {
+		return nil, false, nil
+	}
+	u := *found
+	u.Groups = slices.Clone(found.Groups)
+	return &u, true, nil
+}
+
+// readTokens reads a token file as kube-apiserver's --token-auth-file:
+// "token,user,uid[,\"group1,group2\"]" per line. Each error names the file
+// and line.
+func readTokens(path string) (fileTokens, error) {
 	f, err := os.Open(path) //nolint:gosec // G304: the file --token-auth-file names
 	if err != nil {
 		return nil, fmt.Errorf("--token-auth-file: %w", err)
 	}
 	defer f.Close()
-	tokens := map[string]string{}
+	tokens := fileTokens{}
 	line := 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -117,9 +330,17 @@ func readTokens(path string) (map[string]string, error) {
 			return nil, fmt.Errorf("--token-auth-file %s:%d: %w", path, line, err)
 		}
 		if len(rec) < 3 || rec[0] == "" || rec[1] == "" {
-			return nil, fmt.Errorf("--token-auth-file %s:%d: want token,user,uid[,groups]", path, line)
+			return nil, fmt.Errorf("--token-auth-file %s:%d: want token,user,uid[,\"group1,group2\"]", path, line)
 		}
-		tokens[rec[0]] = rec[1]
+		u := &User{Name: rec[1], UID: rec[2]}
+		if len(rec) > 3 {
+			for _, g := range strings.Split(rec[3], ",") {
+				if g = strings.TrimSpace(g); g != "" {
+					u.Groups = append(u.Groups, g)
+				}
+			}
+		}
+		tokens[rec[0]] = u
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("--token-auth-file %s: %w", path, err)
@@ -130,31 +351,15 @@ func readTokens(path string) (map[string]string, error) {
 	return tokens, nil
 }
 
-// wrap lets through requests with a verified client certificate or a
-// known bearer token and answers 401 to the rest.
-func (a *authenticator) wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a.certs && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && a.knows(token) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="minikubelet"`)
-		http.Error(w, "Unauthorized", http.StatusUnauthorized)
-	})
-}
-
-// knows compares in constant time, so that a token cannot be guessed byte
-// by byte from response times.
-func (a *authenticator) knows(token string) bool {
-	found := false
-	for t := range a.tokens {
-		if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
-			found = true
-		}
+// readClientCAs reads the --client-ca-file bundle.
+func readClientCAs(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path) //nolint:gosec // G304: the file --client-ca-file names
+	if err != nil {
+		return nil, fmt.Errorf("--client-ca-file: %w", err)
 	}
-	return found
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--client-ca-file %s: no PEM certificate in it", path)
+	}
+	return pool, nil
 }

@@ -44,7 +44,7 @@ func run(args []string) int {
 	}
 	fs := flag.NewFlagSet("minikubelet", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: minikubelet [run] [flags]\n       minikubelet pods [--server URL] [-n NAMESPACE]\n       minikubelet logs POD [-c CONTAINER] [-f] [--previous] [--tail N] [--timestamps] [--server URL]\n       minikubelet version\n\nRuns the pods of --pod-manifest-path in the CRI runtime at --container-runtime-endpoint.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: minikubelet [run] [flags]\n       minikubelet pods [--server unix://SOCKET|URL] [-n NAMESPACE]\n       minikubelet logs POD [-c CONTAINER] [-f] [--previous] [--tail N] [--timestamps] [--server unix://SOCKET|URL]\n       minikubelet version\n\nRuns the pods of --pod-manifest-path in the CRI runtime at --container-runtime-endpoint.\n\nFlags:\n")
 		flagutil.PrintDefaults(fs.Output(), fs)
 	}
 	cfg := config.Default()

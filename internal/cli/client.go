@@ -10,19 +10,35 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/minikubelet/minikubelet/internal/localsock"
 )
 
-// DefaultServer is where a local agent serves its read-only endpoints.
-const DefaultServer = "http://127.0.0.1:10255"
+// DefaultServer is where a local agent serves its endpoints to root: its
+// Unix socket (--socket).
+const DefaultServer = unixScheme + localsock.DefaultPath
+
+// unixScheme starts a --server that is a Unix socket's path.
+const unixScheme = "unix://"
+
+// serverUsage is the --server flag's help.
+const serverUsage = "the agent: unix://PATH of its local socket (root only), or the URL of its read-only port"
 
 // client talks to one agent.
 type client struct {
+	// name is the agent in messages; base prefixes the paths.
+	name string
 	base string
 	http *http.Client
 }
 
+// newClient talks to server: a unix:// socket path or an http(s) URL.
 func newClient(server string) *client {
-	return &client{base: strings.TrimRight(server, "/"), http: &http.Client{}}
+	if path, ok := strings.CutPrefix(server, unixScheme); ok {
+		return &client{name: server, base: "http://minikubelet", http: &http.Client{Transport: localsock.Transport(path)}}
+	}
+	base := strings.TrimRight(server, "/")
+	return &client{name: base, base: base, http: &http.Client{}}
 }
 
 // get returns the body of a successful GET; an error names the agent and
@@ -38,7 +54,7 @@ func (c *client) get(ctx context.Context, path string, query url.Values) (io.Rea
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach minikubelet at %s (is it running? --server sets where): %w", c.base, err)
+		return nil, fmt.Errorf("cannot reach minikubelet at %s (is it running? are you root? --server sets where): %w", c.name, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -56,7 +72,7 @@ func (c *client) pods(ctx context.Context) ([]v1.Pod, error) {
 	defer body.Close()
 	var list v1.PodList
 	if err := json.NewDecoder(body).Decode(&list); err != nil {
-		return nil, fmt.Errorf("decode /pods of %s: %w", c.base, err)
+		return nil, fmt.Errorf("decode /pods of %s: %w", c.name, err)
 	}
 	return list.Items, nil
 }

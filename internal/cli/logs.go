@@ -24,7 +24,7 @@ const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 func Logs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("logs", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	server := fs.String("server", DefaultServer, "URL of the agent's read-only endpoints")
+	server := fs.String("server", DefaultServer, serverUsage)
 	namespace := fs.String("namespace", "", "the pod's namespace (default: wherever the pod is)")
 	fs.StringVar(namespace, "n", "", "shorthand for --namespace")
 	container := fs.String("container", "", "the container (default: the pod's default container, else its first)")

@@ -22,7 +22,7 @@ import (
 func Pods(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pods", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	server := fs.String("server", DefaultServer, "URL of the agent's read-only endpoints")
+	server := fs.String("server", DefaultServer, serverUsage)
 	namespace := fs.String("namespace", "", "only pods of this namespace (default: every namespace, as kubectl -A)")
 	fs.StringVar(namespace, "n", "", "shorthand for --namespace")
 	// -A is what the listing does anyway; accepted for kubectl's users.

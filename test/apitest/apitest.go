@@ -52,7 +52,15 @@ type Server struct {
 	apiArgs    []string
 	kubeconfig string
 	caPEM      []byte
+	// clientCA signs client certificates: the apiserver's kubelet client
+	// certificate and those IssueClientCertificate makes.
+	clientCA    *x509.Certificate
+	clientCAKey *ecdsa.PrivateKey
 }
+
+// KubeletClientUser is the user of the apiserver's kubelet client
+// certificate (--kubelet-client-certificate), kubeadm's name for it.
+const KubeletClientUser = "kube-apiserver-kubelet-client"
 
 // Start starts etcd and the apiserver and waits until the apiserver is
 // ready. On error, what was started is stopped.
@@ -104,6 +112,12 @@ func Start(ctx context.Context, opts Options) (s *Server, err error) {
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 		"--cert-dir", s.path("certs"),
+		"--client-ca-file", s.ClientCAFile(),
+		"--kubelet-client-certificate", s.path("kubelet-client.crt"),
+		"--kubelet-client-key", s.path("kubelet-client.key"),
+		// Node proxying dials the address a test can reach: the agent's
+		// host IP, not its node name.
+		"--kubelet-preferred-address-types", "InternalIP,Hostname",
 	}
 	if err := s.writeKubeconfig(); err != nil {
 		return nil, err
@@ -113,6 +127,39 @@ func Start(ctx context.Context, opts Options) (s *Server, err error) {
 	}
 	return s, nil
 }
+
+// ClientCAFile is the CA bundle of the cluster's client certificates (the
+// apiserver's --client-ca-file), which a kubelet's --client-ca-file names.
+func (s *Server) ClientCAFile() string { return s.path("client-ca.crt") }
+
+// KubeletClientCertificate returns the files of the certificate and key
+// the apiserver presents to kubelets (user KubeletClientUser, no groups),
+// signed by ClientCAFile.
+func (s *Server) KubeletClientCertificate() (certFile, keyFile string) {
+	return s.path("kubelet-client.crt"), s.path("kubelet-client.key")
+}
+
+// IssueClientCertificate writes a client certificate and key signed by
+// ClientCAFile for user in groups, under name.crt and name.key, and
+// returns their paths.
+func (s *Server) IssueClientCertificate(name, user string, groups []string) (certFile, keyFile string, err error) {
+	certPEM, keyPEM, err := s.issueClient(user, groups)
+	if err != nil {
+		return "", "", err
+	}
+	certFile, keyFile = s.path(name+".crt"), s.path(name+".key")
+	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
+		return "", "", fmt.Errorf("write %s: %w", certFile, err)
+	}
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		return "", "", fmt.Errorf("write %s: %w", keyFile, err)
+	}
+	return certFile, keyFile, nil
+}
+
+// AdminToken is the bearer token of the admin user (group
+// system:masters).
+func (s *Server) AdminToken() string { return adminToken }
 
 // Kubeconfig is the path of an admin kubeconfig.
 func (s *Server) Kubeconfig() string { return s.kubeconfig }
@@ -260,12 +307,23 @@ func (s *Server) writeFiles() error {
 	if err != nil {
 		return fmt.Errorf("service-account key: %w", err)
 	}
+	clientCAPEM, err := s.makeClientCA()
+	if err != nil {
+		return err
+	}
+	kubeletCert, kubeletKey, err := s.issueClient(KubeletClientUser, nil)
+	if err != nil {
+		return err
+	}
 	files := map[string][]byte{
-		"serving.crt": s.caPEM,
-		"serving.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		"sa.key":      pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(sa)}),
-		"sa.pub":      pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPub}),
-		"tokens.csv":  []byte(adminToken + ",admin,admin,system:masters\n"),
+		"client-ca.crt":      clientCAPEM,
+		"kubelet-client.crt": kubeletCert,
+		"kubelet-client.key": kubeletKey,
+		"serving.crt":        s.caPEM,
+		"serving.key":        pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		"sa.key":             pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(sa)}),
+		"sa.pub":             pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPub}),
+		"tokens.csv":         []byte(adminToken + ",admin,admin,system:masters\n"),
 	}
 	for name, data := range files {
 		if err := os.WriteFile(s.path(name), data, 0o600); err != nil {
@@ -273,6 +331,62 @@ func (s *Server) writeFiles() error {
 		}
 	}
 	return nil
+}
+
+// makeClientCA makes the CA of client certificates and returns it in PEM.
+func (s *Server) makeClientCA() ([]byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("client CA key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "apitest-client-ca"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	if s.clientCA, err = x509.ParseCertificate(der); err != nil {
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	s.clientCAKey = key
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// issueClient makes a client certificate for user in groups (its
+// organizations), signed by the client CA, in PEM with its key.
+func (s *Server) issueClient(user string, groups []string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client key of %s: %w", user, err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, nil, fmt.Errorf("client certificate serial: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: user, Organization: groups},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, s.clientCA, &key.PublicKey, s.clientCAKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client certificate of %s: %w", user, err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client key of %s: %w", user, err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }
 
 // writeKubeconfig writes the admin kubeconfig once the port is known.

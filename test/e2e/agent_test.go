@@ -21,6 +21,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/internal/localsock"
 	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 	"github.com/minikubelet/minikubelet/test/freeport"
@@ -35,14 +36,19 @@ type agent struct {
 	dir      string
 	manifest string
 	logsDir  string
-	port     int
-	healthz  int
-	cmd      *exec.Cmd
-	logPath  string
-	args     []string
-	env      []string
-	exited   chan struct{}
-	client   *http.Client
+	// port is the read-only port; kubeletPort the kubelet port, served
+	// only when the test gives a way to authenticate.
+	port        int
+	kubeletPort int
+	healthz     int
+	// socket is the local socket, which serves every endpoint.
+	socket  string
+	cmd     *exec.Cmd
+	logPath string
+	args    []string
+	env     []string
+	exited  chan struct{}
+	client  *http.Client
 	// logFacts follows the log for the fault tests (faults_test.go).
 	logFacts logFacts
 }
@@ -77,16 +83,18 @@ func startAgentWith(t *testing.T, rt *ctrdtest.Containerd, opts agentOptions) *a
 	dir := t.TempDir()
 	sum := sha256.Sum256([]byte(t.Name()))
 	a := &agent{
-		t:        t,
-		rt:       rt,
-		node:     "node-" + hex.EncodeToString(sum[:4]),
-		dir:      dir,
-		manifest: filepath.Join(dir, "manifests"),
-		logsDir:  filepath.Join(dir, "logs"),
-		port:     freePort(t),
-		healthz:  freePort(t),
-		logPath:  filepath.Join(dir, "minikubelet.log"),
-		client:   &http.Client{Timeout: 5 * time.Second},
+		t:           t,
+		rt:          rt,
+		node:        "node-" + hex.EncodeToString(sum[:4]),
+		dir:         dir,
+		manifest:    filepath.Join(dir, "manifests"),
+		logsDir:     filepath.Join(dir, "logs"),
+		port:        freePort(t),
+		kubeletPort: freePort(t),
+		healthz:     freePort(t),
+		socket:      socketPath(t),
+		logPath:     filepath.Join(dir, "minikubelet.log"),
+		client:      &http.Client{Timeout: 5 * time.Second},
 	}
 	if !opts.missingManifestDir {
 		if err := os.MkdirAll(a.manifest, 0o755); err != nil {
@@ -100,6 +108,8 @@ func startAgentWith(t *testing.T, rt *ctrdtest.Containerd, opts agentOptions) *a
 		"--pod-logs-dir", a.logsDir,
 		"--hostname-override", a.node,
 		"--read-only-port", strconv.Itoa(a.port),
+		"--port", strconv.Itoa(a.kubeletPort),
+		"--socket", a.socket,
 		"--healthz-port", strconv.Itoa(a.healthz),
 		"--file-check-frequency", "20s",
 		// Pods' cgroups go below the bed's cgroup parent, which its
@@ -264,13 +274,36 @@ func (a *agent) removeManifest(file string) {
 }
 
 func (a *agent) get(port int, path string) (string, int, error) {
-	resp, err := a.client.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+	return getBody(a.client, fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+}
+
+// local GETs path through the agent's local socket, which serves every
+// endpoint to root.
+func (a *agent) local(path string) (string, int, error) {
+	return getBody(&http.Client{Transport: localsock.Transport(a.socket), Timeout: 5 * time.Second}, "http://minikubelet"+path)
+}
+
+func getBody(c *http.Client, url string) (string, int, error) {
+	resp, err := c.Get(url)
 	if err != nil {
 		return "", 0, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), resp.StatusCode, err
+}
+
+// socketPath returns a path for an agent's local socket in a directory of
+// its own that the test's cleanup removes: short, as a socket's path must
+// be (t.TempDir's may be too long).
+func socketPath(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return filepath.Join(dir, "mk.sock")
 }
 
 // pods returns /pods.

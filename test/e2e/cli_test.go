@@ -15,11 +15,11 @@ import (
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
-// cli runs `minikubelet <args> --server <the agent>` and returns its
-// output.
+// cli runs `minikubelet <args> --server <the agent's socket>` and returns
+// its output.
 func (a *agent) cli(args ...string) (string, string, error) {
 	a.t.Helper()
-	args = append(args, "--server", fmt.Sprintf("http://127.0.0.1:%d", a.port))
+	args = append(args, "--server", "unix://"+a.socket)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, env.binary, args...)
@@ -98,7 +98,7 @@ spec:
 		// -f follows until stopped.
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		follow := exec.CommandContext(ctx, env.binary, "logs", "-f", "chatty", "-c", "talk", "--tail", "1", "--server", fmt.Sprintf("http://127.0.0.1:%d", a.port))
+		follow := exec.CommandContext(ctx, env.binary, "logs", "-f", "chatty", "-c", "talk", "--tail", "1", "--server", "unix://"+a.socket)
 		var fout syncBuffer
 		follow.Stdout = &fout
 		if err := follow.Start(); err != nil {

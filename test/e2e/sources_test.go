@@ -158,7 +158,7 @@ func podList(pods ...string) string {
 // manifestErrors returns /manifests/errors.
 func (a *agent) manifestErrors() []map[string]string {
 	a.t.Helper()
-	body, code, err := a.get(a.port, "/manifests/errors")
+	body, code, err := a.local("/manifests/errors")
 	if err != nil || code != 200 {
 		a.t.Fatalf("/manifests/errors: %d %v", code, err)
 	}

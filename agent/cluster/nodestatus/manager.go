@@ -43,7 +43,10 @@ type Config struct {
 	Labels map[string]string
 	Taints []v1.Taint
 	// Addresses, Capacity, Allocatable and NodeInfo go into the status.
-	Addresses   []v1.NodeAddress
+	Addresses []v1.NodeAddress
+	// KubeletPort is the kubelet port, status.daemonEndpoints'; 0 when it
+	// is not served.
+	KubeletPort int
 	Capacity    v1.ResourceList
 	Allocatable v1.ResourceList
 	NodeInfo    v1.NodeSystemInfo
@@ -223,6 +226,7 @@ func (m *Manager) fillStatus(n *v1.Node, now time.Time) {
 	n.Status.Capacity = m.cfg.Capacity.DeepCopy()
 	n.Status.Allocatable = m.cfg.Allocatable.DeepCopy()
 	n.Status.Addresses = append([]v1.NodeAddress(nil), m.cfg.Addresses...)
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(m.cfg.KubeletPort)
 	n.Status.NodeInfo = mergeNodeInfo(n.Status.NodeInfo, m.cfg.NodeInfo)
 	n.Status.Conditions = Conditions(n.Status.Conditions, m.readiness(), m.pressure(), now)
 }

@@ -84,6 +84,7 @@ func TestRegisterLeaseStatus(t *testing.T) {
 				Capacity:    v1.ResourceList{v1.ResourcePods: resource.MustParse("110")},
 				Allocatable: v1.ResourceList{v1.ResourcePods: resource.MustParse("110")},
 				NodeInfo:    v1.NodeSystemInfo{ContainerRuntimeVersion: "containerd://2.1.4", OperatingSystem: "linux"},
+				KubeletPort: 10250,
 				Clock:       clk,
 			})
 			ctx := context.Background()
@@ -109,7 +110,7 @@ func TestRegisterLeaseStatus(t *testing.T) {
 			if tt.existing == nil && len(n.Spec.Taints) != 1 {
 				t.Errorf("taints = %v", n.Spec.Taints)
 			}
-			if n.Status.NodeInfo.ContainerRuntimeVersion != "containerd://2.1.4" || n.Status.Capacity.Pods().Value() != 110 {
+			if n.Status.NodeInfo.ContainerRuntimeVersion != "containerd://2.1.4" || n.Status.Capacity.Pods().Value() != 110 || n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
 				t.Errorf("status = %+v", n.Status)
 			}
 			l, err := client.CoordinationV1().Leases(LeaseNamespace).Get(ctx, "n1", metav1.GetOptions{})
