@@ -68,6 +68,8 @@ type Config struct {
 	Stats func() Stats
 	// Clock times log follows and sinceSeconds; the real clock when nil.
 	Clock clock.Clock
+	// Stream backs /exec, /attach, /portForward and /run (stream.go).
+	Stream StreamConfig
 }
 
 // Server serves the endpoints.
@@ -141,6 +143,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	readOnly.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	readOnly.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	readOnly.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	s.streamingRoutes(readOnly) // x18: moves to the kubelet port (s18) with the pod data
 	if s.cfg.Metrics != nil {
 		readOnly.Handle("GET /metrics", s.cfg.Metrics)
 	}
