@@ -24,6 +24,7 @@ require (
 	k8s.io/client-go v0.36.3
 	k8s.io/cri-api v0.36.3
 	k8s.io/cri-client v0.36.3
+	k8s.io/cri-streaming v0.36.3
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kubelet v0.36.3
 	k8s.io/streaming v0.36.3
