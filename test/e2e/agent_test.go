@@ -29,7 +29,7 @@ import (
 // agent is one bin/minikubelet process a test runs, with its own node name,
 // manifest directory, root and log directories and ports.
 type agent struct {
-	t        *testing.T
+	t        testing.TB
 	rt       *ctrdtest.Containerd
 	node     string
 	dir      string
@@ -50,7 +50,7 @@ type agent struct {
 // startAgent starts minikubelet against rt. Cleanup stops it and removes
 // every sandbox of its node from the runtime, then dumps its log if the
 // test failed.
-func startAgent(t *testing.T, rt *ctrdtest.Containerd, extraArgs ...string) *agent {
+func startAgent(t testing.TB, rt *ctrdtest.Containerd, extraArgs ...string) *agent {
 	t.Helper()
 	return startAgentWith(t, rt, agentOptions{args: extraArgs})
 }
@@ -72,7 +72,7 @@ type agentOptions struct {
 	noWaitHealthy bool
 }
 
-func startAgentWith(t *testing.T, rt *ctrdtest.Containerd, opts agentOptions) *agent {
+func startAgentWith(t testing.TB, rt *ctrdtest.Containerd, opts agentOptions) *agent {
 	t.Helper()
 	dir := t.TempDir()
 	sum := sha256.Sum256([]byte(t.Name()))
@@ -373,7 +373,7 @@ func describe(pod *v1.Pod) string {
 	return b.String()
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -412,7 +412,7 @@ func runtimePods(ctx context.Context, rt *ctrdtest.Containerd, node string) ([]*
 }
 
 // removeNodePods removes every sandbox (and so container) of node.
-func removeNodePods(ctx context.Context, t *testing.T, rt *ctrdtest.Containerd, node string) {
+func removeNodePods(ctx context.Context, t testing.TB, rt *ctrdtest.Containerd, node string) {
 	sandboxes, _, err := runtimePods(ctx, rt, node)
 	if err != nil {
 		t.Errorf("cleanup: list pods of %s: %v", node, err)
