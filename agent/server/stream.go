@@ -140,22 +140,7 @@ func writeTargetError(w http.ResponseWriter, err error) {
 // the client's upgraded connection carried to the runtime's streaming
 // server.
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
-	opts, err := parseStreamOptions(r.URL.Query())
-	if err == nil && len(opts.command) == 0 {
-		err = errors.New("query parameter command: at least one is required")
-	}
-	if err == nil {
-		err = requireUpgrade(r)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	rt := s.runtimeOr503(w)
-	if rt == nil {
-		return
-	}
-	c, ok := s.container(w, targetOf(r))
+	rt, c, opts, ok := s.streamRequest(w, r, true)
 	if !ok {
 		return
 	}
@@ -178,19 +163,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 // but with CRI Attach. The terminal is the container's: the request's tty
 // is ignored for the runtime, as the kubelet ignores it.
 func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
-	opts, err := parseStreamOptions(r.URL.Query())
-	if err == nil {
-		err = requireUpgrade(r)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	rt := s.runtimeOr503(w)
-	if rt == nil {
-		return
-	}
-	c, ok := s.container(w, targetOf(r))
+	rt, c, opts, ok := s.streamRequest(w, r, false)
 	if !ok {
 		return
 	}
@@ -211,6 +184,28 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveStream(w, r, resp.GetUrl(), opts)
+}
+
+// streamRequest reads an exec (withCommand) or attach request and finds
+// the runtime and the running container it is for. When it cannot, it
+// has answered the client, and ok is false.
+func (s *Server) streamRequest(w http.ResponseWriter, r *http.Request, withCommand bool) (rt StreamRuntime, c StreamContainer, opts streamOptions, ok bool) {
+	opts, err := parseStreamOptions(r.URL.Query())
+	if err == nil && withCommand && len(opts.command) == 0 {
+		err = errors.New("query parameter command: at least one is required")
+	}
+	if err == nil {
+		err = requireUpgrade(r)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, c, opts, false
+	}
+	if rt = s.runtimeOr503(w); rt == nil {
+		return nil, c, opts, false
+	}
+	c, ok = s.container(w, targetOf(r))
+	return rt, c, opts, ok
 }
 
 // portForward serves /portForward/{namespace}/{pod}[/{uid}]: CRI

@@ -106,6 +106,23 @@ func dialBackend(ctx context.Context, target *url.URL, method string, header htt
 	return b, nil
 }
 
+// switchBackend connects to the runtime's streaming server at target and
+// has it switch protocols (dialBackend). When it does not, switchBackend
+// answers the client, relaying the runtime's refusal, and returns nil.
+func switchBackend(w http.ResponseWriter, r *http.Request, target *url.URL, method string, header http.Header) *backendConn {
+	backend, err := dialBackend(r.Context(), target, method, header)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("connect to the runtime's streaming server: %v", err), http.StatusBadGateway)
+		return nil
+	}
+	if backend.resp.StatusCode != http.StatusSwitchingProtocols {
+		relayRefusal(w, backend.resp)
+		_ = backend.Close()
+		return nil
+	}
+	return backend
+}
+
 // relayRefusal answers the client with the runtime's refusal of an
 // upgrade: its status, content type and (capped) body.
 func relayRefusal(w http.ResponseWriter, resp *http.Response) {
@@ -125,16 +142,11 @@ func relayRefusal(w http.ResponseWriter, resp *http.Response) {
 // flow as they would to the runtime itself. A refusal of the runtime is
 // relayed as it is.
 func proxyUpgrade(w http.ResponseWriter, r *http.Request, target *url.URL) {
-	backend, err := dialBackend(r.Context(), target, r.Method, backendHeader(r.Header))
-	if err != nil {
-		http.Error(w, fmt.Sprintf("connect to the runtime's streaming server: %v", err), http.StatusBadGateway)
+	backend := switchBackend(w, r, target, r.Method, backendHeader(r.Header))
+	if backend == nil {
 		return
 	}
 	defer backend.Close()
-	if backend.resp.StatusCode != http.StatusSwitchingProtocols {
-		relayRefusal(w, backend.resp)
-		return
-	}
 	if got, want := backend.resp.Header.Get("Upgrade"), r.Header.Get("Upgrade"); !strings.EqualFold(got, want) {
 		http.Error(w, fmt.Sprintf("the runtime's streaming server switched to %q, not to the %q asked for", got, want), http.StatusBadGateway)
 		return

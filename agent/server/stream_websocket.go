@@ -203,16 +203,11 @@ func tunnelPortForward(w http.ResponseWriter, r *http.Request, target *url.URL) 
 	header.Set("Connection", "Upgrade")
 	header.Set("Upgrade", spdy.HeaderSpdy31)
 	header["X-Stream-Protocol-Version"] = protocols
-	backend, err := dialBackend(r.Context(), target, http.MethodPost, header)
-	if err != nil {
-		http.Error(w, fmt.Sprintf("connect to the runtime's streaming server: %v", err), http.StatusBadGateway)
+	backend := switchBackend(w, r, target, http.MethodPost, header)
+	if backend == nil {
 		return
 	}
 	defer backend.Close()
-	if backend.resp.StatusCode != http.StatusSwitchingProtocols {
-		relayRefusal(w, backend.resp)
-		return
-	}
 	var offer []string
 	if p := strings.TrimSpace(backend.resp.Header.Get("X-Stream-Protocol-Version")); p != "" {
 		offer = []string{pfconsts.WebsocketsSPDYTunnelingPrefix + p}

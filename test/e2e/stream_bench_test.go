@@ -43,9 +43,7 @@ func benchRuntime(b *testing.B) *ctrdtest.Containerd {
 // benchStreamPod starts an agent and the streaming pod.
 func benchStreamPod(b *testing.B) (*agent, *v1.Pod) {
 	b.Helper()
-	a := startAgent(b, benchRuntime(b), "-v", "1")
-	a.writeManifest("streams.yaml", streamPod("streams"))
-	return a, a.waitRunning("streams", 90*time.Second)
+	return startStreamPod(b, benchRuntime(b), "-v", "1")
 }
 
 // BenchmarkStreamExecRoundTrip times one exec of `true` from the request

@@ -58,6 +58,15 @@ spec:
 `, name, env.busybox)
 }
 
+// startStreamPod starts an agent against rt, with more flags, and
+// streamPod("streams") running in it.
+func startStreamPod(t testing.TB, rt *ctrdtest.Containerd, args ...string) (*agent, *v1.Pod) {
+	t.Helper()
+	a := startAgent(t, rt, args...)
+	a.writeManifest("streams.yaml", streamPod("streams"))
+	return a, a.waitRunning("streams", 90*time.Second)
+}
+
 // streamURL is the URL of a streaming endpoint of the agent for pod.
 func (a *agent) streamURL(verb string, pod *v1.Pod, container string, query url.Values) *url.URL {
 	path := "/" + verb + "/" + pod.Namespace + "/" + pod.Name
@@ -107,9 +116,7 @@ func (f *fixedSize) Next() *remotecommand.TerminalSize {
 // gets one clear line.
 func TestStreamExecCLI(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
-		a := startAgent(t, rt)
-		a.writeManifest("streams.yaml", streamPod("streams"))
-		a.waitRunning("streams", 90*time.Second)
+		a, _ := startStreamPod(t, rt)
 
 		out, stderr, err := a.execCLI("", "streams", "-c", "main", "--", "sh", "-c", "echo to-out; echo to-err >&2; exit 7")
 		var exitErr *exec.ExitError
@@ -164,9 +171,7 @@ func (a *agent) execCLI(stdin string, args ...string) (string, string, error) {
 // on stdout and stderr apart.
 func TestStreamAttachCLI(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
-		a := startAgent(t, rt)
-		a.writeManifest("streams.yaml", streamPod("streams"))
-		a.waitRunning("streams", 90*time.Second)
+		a, _ := startStreamPod(t, rt)
 
 		cmd := exec.Command(env.binary, "attach", "streams", "-c", "talk", "-i", "--server", fmt.Sprintf("http://127.0.0.1:%d", a.port))
 		stdin, err := cmd.StdinPipe()
@@ -217,9 +222,7 @@ const sttyWhenSized = `i=0; while [ "$(stty size)" = "0 0" ] && [ $i -lt 100 ]; 
 // client said, and a shell on the container's own terminal answers.
 func TestStreamTTY(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
-		a := startAgent(t, rt)
-		a.writeManifest("streams.yaml", streamPod("streams"))
-		pod := a.waitRunning("streams", 90*time.Second)
+		a, pod := startStreamPod(t, rt)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 
@@ -279,9 +282,7 @@ func TestStreamTTY(t *testing.T) {
 // back.
 func TestStreamWebSocketExec(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
-		a := startAgent(t, rt)
-		a.writeManifest("streams.yaml", streamPod("streams"))
-		pod := a.waitRunning("streams", 90*time.Second)
+		a, pod := startStreamPod(t, rt)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 
@@ -308,9 +309,7 @@ func TestStreamWebSocketExec(t *testing.T) {
 // once: every byte sent comes back, in order, on its own connection.
 func TestStreamPortForward(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
-		a := startAgent(t, rt)
-		a.writeManifest("streams.yaml", streamPod("streams"))
-		pod := a.waitRunning("streams", 90*time.Second)
+		a, pod := startStreamPod(t, rt)
 		for _, proto := range []string{"spdy", "websocket"} {
 			t.Run(proto, func(t *testing.T) {
 				local, stop := forward(t, a.streamURL("portForward", pod, "", nil), proto, 7000)
@@ -431,9 +430,7 @@ func echoThrough(addr string, size int) error {
 // answers its output; a command that fails answers 500 with its exit code.
 func TestStreamRun(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
-		a := startAgent(t, rt)
-		a.writeManifest("streams.yaml", streamPod("streams"))
-		pod := a.waitRunning("streams", 90*time.Second)
+		a, pod := startStreamPod(t, rt)
 		post := func(cmd string) (string, int) {
 			t.Helper()
 			u := a.streamURL("run", pod, "main", url.Values{"cmd": {cmd}})
