@@ -169,7 +169,7 @@ func proxyUpgrade(w http.ResponseWriter, r *http.Request, target *url.URL) {
 	// What the client sent after its request, before seeing the answer.
 	var early []byte
 	if n := buffered.Reader.Buffered(); n > 0 {
-		early, _ = buffered.Reader.Peek(n)
+		early, _ = buffered.Peek(n)
 	}
 	pipe(r.Context(), client, early, backend.Conn, backend.pending)
 }

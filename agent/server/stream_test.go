@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
@@ -26,6 +25,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-streaming/pkg/streaming"
 	rcserver "k8s.io/cri-streaming/pkg/streaming/remotecommand"
+	streamhttp "k8s.io/streaming/pkg/httpstream"
 	utilexec "k8s.io/utils/exec"
 )
 
@@ -281,12 +281,12 @@ func TestStreamPortForward(t *testing.T) {
 	base, rt := serveStreams(t)
 	cfg := &rest.Config{Host: base}
 	u := mustURL(t, base, "/portForward/ns/web", nil)
-	dialers := map[string]func() (httpstream.Dialer, error){
-		"spdy": func() (httpstream.Dialer, error) {
+	dialers := map[string]func() (streamhttp.Dialer, error){
+		"spdy": func() (streamhttp.Dialer, error) {
 			tr, upgrader, err := spdy.RoundTripperFor(cfg)
-			return spdy.NewDialer(upgrader, &http.Client{Transport: tr}, http.MethodPost, u), err
+			return spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: tr}, http.MethodPost, u), err
 		},
-		"websocket": func() (httpstream.Dialer, error) { return portforward.NewSPDYOverWebsocketDialer(u, cfg) },
+		"websocket": func() (streamhttp.Dialer, error) { return portforward.NewSPDYOverWebsocketDialerForStreaming(u, cfg) },
 	}
 	for name, dial := range dialers {
 		t.Run(name, func(t *testing.T) {
@@ -317,10 +317,10 @@ func TestStreamPortForward(t *testing.T) {
 
 // forwardPort forwards a local port to port through d and returns the
 // local address; the test's cleanup stops it.
-func forwardPort(t *testing.T, d httpstream.Dialer, port int) string {
+func forwardPort(t *testing.T, d streamhttp.Dialer, port int) string {
 	t.Helper()
 	stop, ready := make(chan struct{}), make(chan struct{})
-	fw, err := portforward.New(d, []string{fmt.Sprintf("0:%d", port)}, stop, ready, io.Discard, io.Discard)
+	fw, err := portforward.NewForStreaming(d, []string{fmt.Sprintf("0:%d", port)}, stop, ready, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func translateV5(w http.ResponseWriter, r *http.Request, target *url.URL, opts s
 		logger.V(2).Info("WebSocket handshake failed", "err", err)
 		return
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	// The first message tells the client the streams are ready.
 	first := rcconsts.StreamErr
 	switch {

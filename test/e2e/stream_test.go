@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -18,13 +19,14 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
 	utilexec "k8s.io/client-go/util/exec"
+	streamhttp "k8s.io/streaming/pkg/httpstream"
 
 	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
@@ -144,7 +146,73 @@ func TestStreamExecCLI(t *testing.T) {
 		if err == nil || !strings.Contains(stderr, `container "nope" is not valid for pod`) {
 			t.Errorf("exec in a container the pod does not have: %v, stderr %q", err, stderr)
 		}
+
+		// -it on a terminal: the remote terminal has the local one's size.
+		out, err = a.execCLIOnTerminal(27, 91, "streams", "-c", "main", "-it", "--", "sh", "-c", sttyWhenSized)
+		if err != nil || !strings.Contains(out, "27 91\r\n") {
+			t.Errorf("exec -it on a 27x91 terminal: %v, terminal shows %q", err, out)
+		}
 	})
+}
+
+// execCLIOnTerminal runs `minikubelet exec <args>` as execCLI does, on a
+// new pseudo-terminal of rows x cols, and returns what the terminal
+// showed.
+func (a *agent) execCLIOnTerminal(rows, cols uint16, args ...string) (string, error) {
+	a.t.Helper()
+	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer ptm.Close()
+	if err := unix.IoctlSetPointerInt(int(ptm.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		a.t.Fatalf("unlock the pseudo-terminal: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(ptm.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		a.t.Fatalf("pseudo-terminal number: %v", err)
+	}
+	pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer pts.Close()
+	if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
+		a.t.Fatalf("terminal size: %v", err)
+	}
+	i := slices.Index(args, "--")
+	args = slices.Concat([]string{"exec"}, args[:i], []string{"--server", fmt.Sprintf("http://127.0.0.1:%d", a.port)}, args[i:])
+	cmd := exec.Command(env.binary, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	var shown syncBuffer
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(&shown, ptm) // ends when ptm is closed, or no one has pts open
+	}()
+	err = runWithin(cmd, 30*time.Second)
+	_ = pts.Close()
+	_ = ptm.SetReadDeadline(time.Now().Add(5 * time.Second))
+	<-copied
+	return shown.String(), err
+}
+
+// runWithin runs cmd and kills it if it takes longer than d.
+func runWithin(cmd *exec.Cmd, d time.Duration) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		_ = cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("still running after %v: killed", d)
+	}
 }
 
 // execCLI runs `minikubelet exec <args> --server <the agent>`, the
@@ -348,7 +416,7 @@ func forward(t testing.TB, u *url.URL, proto string, port int) (string, func()) 
 	}
 	stopCh, ready := make(chan struct{}), make(chan struct{})
 	var errOut syncBuffer
-	fw, err := portforward.New(d, []string{fmt.Sprintf("0:%d", port)}, stopCh, ready, io.Discard, &errOut)
+	fw, err := portforward.NewForStreaming(d, []string{fmt.Sprintf("0:%d", port)}, stopCh, ready, io.Discard, &errOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,16 +450,16 @@ func forward(t testing.TB, u *url.URL, proto string, port int) (string, func()) 
 
 // portForwardDialer is how kubectl dials a port-forward: SPDY, or SPDY
 // tunnelled in a WebSocket.
-func portForwardDialer(u *url.URL, proto string) (httpstream.Dialer, error) {
+func portForwardDialer(u *url.URL, proto string) (streamhttp.Dialer, error) {
 	cfg := &rest.Config{Host: u.Scheme + "://" + u.Host}
 	if proto == "websocket" {
-		return portforward.NewSPDYOverWebsocketDialer(u, cfg)
+		return portforward.NewSPDYOverWebsocketDialerForStreaming(u, cfg)
 	}
 	rt, upgrader, err := spdy.RoundTripperFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return spdy.NewDialer(upgrader, &http.Client{Transport: rt}, http.MethodPost, u), nil
+	return spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: rt}, http.MethodPost, u), nil
 }
 
 // echoThrough sends size random bytes to the echo server at addr and
