@@ -165,6 +165,7 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 			Running:                 view,
 			Stats:                   runtimeView{runtime}.stats,
 			Clock:                   deps.Clock,
+			Stream:                  server.StreamConfig{Targets: view, Runtime: runtimeView{runtime}.streams},
 		},
 		notify: notify.New(notify.Config{
 			Notifier:        deps.Notifier,

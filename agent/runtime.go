@@ -45,8 +45,10 @@ import (
 // them once (Agent.runtime), starts the runners and runs the loop. No
 // field changes after newRuntimeParts.
 type runtimeParts struct {
-	status  *status.Manager
-	stats   *stats.Provider
+	status *status.Manager
+	stats  *stats.Provider
+	// streams is the runtime service the streaming endpoints call.
+	streams server.StreamRuntime
 	pleg    lifecycleEvents
 	workers *podworkers.Workers
 	// loop is the syncLoop, which dispatches to the workers.
@@ -214,6 +216,7 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 	return &runtimeParts{
 		status:  statusManager,
 		stats:   statsProvider,
+		streams: clients.Runtime,
 		pleg:    lifecycle,
 		workers: workers,
 		loop: &syncLoop{
@@ -392,6 +395,15 @@ func (v runtimeView) Get(uid types.UID) (v1.PodStatus, bool) {
 func (v runtimeView) stats() server.Stats {
 	if p := v.runtime.Load(); p != nil {
 		return p.stats
+	}
+	return nil
+}
+
+// streams is server.StreamConfig.Runtime: nil until the runtime has
+// answered.
+func (v runtimeView) streams() server.StreamRuntime {
+	if p := v.runtime.Load(); p != nil {
+		return p.streams
 	}
 	return nil
 }

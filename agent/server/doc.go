@@ -3,7 +3,9 @@
 // /metrics, /stats/summary and /metrics/cadvisor (from Config.Stats; 503
 // until the runtime has answered), /manifests/errors (the manifests
 // refused right now, as JSON) and /debug/pprof/ (Go profiles, as the
-// kubelet serves them), and the healthz port (default 10248) with
+// kubelet serves them), the streaming endpoints (stream*.go: /exec,
+// /attach and /portForward proxied to the runtime's streaming server,
+// /run through CRI ExecSync), and the healthz port (default 10248) with
 // /healthz.
 //
 // Data enters through the interfaces in Config (the pods and their

@@ -93,6 +93,8 @@ type Config struct {
 	// Clock times log follows, sinceSeconds, certificate checks and the
 	// webhooks' caches; the real clock when nil.
 	Clock clock.Clock
+	// Stream backs /exec, /attach, /portForward and /run (stream.go).
+	Stream StreamConfig
 }
 
 // Server serves the endpoints on the kubelet port, the read-only port,
@@ -253,6 +255,7 @@ func (s *Server) register(r *routes) {
 	r.handleFunc(exposeDebugging, "GET /debug/pprof/symbol", pprof.Symbol)
 	r.handleFunc(exposeDebugging, "POST /debug/pprof/symbol", pprof.Symbol)
 	r.handleFunc(exposeDebugging, "GET /debug/pprof/trace", pprof.Trace)
+	s.streamingRoutes(r)
 }
 
 // Serve serves until ctx is done, then shuts the servers down.

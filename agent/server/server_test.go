@@ -285,6 +285,8 @@ func TestWhereEndpointsAreServed(t *testing.T) {
 		Logs:           logs,
 		Running:        fakeRunning{},
 		Configz:        struct{}{},
+		// A runtime that has not answered yet.
+		Stream: StreamConfig{Targets: fakeTargets{}, Runtime: func() StreamRuntime { return nil }},
 	}
 	admin := p.issue(t, "admin", nil, x509.ExtKeyUsageClientAuth)
 	readOnly := []string{"/pods", "/healthz", "/metrics", "/stats/summary", "/metrics/cadvisor"}
@@ -318,6 +320,29 @@ func TestWhereEndpointsAreServed(t *testing.T) {
 				expect(port, ts.port+path, 405)
 			}
 			expect(sock, "http://localhost"+path, 200)
+		}
+		// The streaming endpoints are debugging handlers too. Reached, they
+		// answer what their handler answers to a request without upgrade
+		// (400) or, for /run, that the runtime has not answered (503).
+		for path, reached := range map[string]int{
+			"/exec/default/web/app?command=ls": 400,
+			"/attach/default/web/app":          400,
+			"/portForward/default/web":         400,
+			"/run/default/web/app?cmd=ls":      503,
+		} {
+			post := func(c client, url string, want int) {
+				t.Helper()
+				if code, body := c.do(t, http.MethodPost, url); code != want {
+					t.Errorf("debugging handlers %v: POST %s: HTTP %d, want %d: %.200s", debuggingOn, url, code, want, body)
+				}
+			}
+			post(plain(), ts.readOnly+path, 404)
+			if debuggingOn {
+				post(port, ts.port+path, reached)
+			} else {
+				post(port, ts.port+path, 405)
+			}
+			post(sock, "http://localhost"+path, reached)
 		}
 	}
 }

@@ -30,13 +30,20 @@ func run(args []string) int {
 		case "version":
 			fmt.Println("minikubelet", version.Version)
 			return 0
-		case "pods", "logs":
+		case "pods", "logs", "exec", "attach":
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			if args[0] == "pods" {
+			streams := cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
+			switch args[0] {
+			case "pods":
 				return cli.Pods(ctx, args[1:], os.Stdout, os.Stderr)
+			case "logs":
+				return cli.Logs(ctx, args[1:], os.Stdout, os.Stderr)
+			case "exec":
+				return cli.Exec(ctx, args[1:], streams)
+			default:
+				return cli.Attach(ctx, args[1:], streams)
 			}
-			return cli.Logs(ctx, args[1:], os.Stdout, os.Stderr)
 		}
 	}
 	if len(args) > 0 && args[0] == "run" {
@@ -44,7 +51,7 @@ func run(args []string) int {
 	}
 	fs := flag.NewFlagSet("minikubelet", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: minikubelet [run] [flags]\n       minikubelet pods [--server unix://SOCKET|URL] [-n NAMESPACE]\n       minikubelet logs POD [-c CONTAINER] [-f] [--previous] [--tail N] [--timestamps] [--server unix://SOCKET|URL]\n       minikubelet version\n\nRuns the pods of --pod-manifest-path in the CRI runtime at --container-runtime-endpoint.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: minikubelet [run] [flags]\n       minikubelet pods [--server unix://SOCKET|URL] [-n NAMESPACE]\n       minikubelet logs POD [-c CONTAINER] [-f] [--previous] [--tail N] [--timestamps] [--server unix://SOCKET|URL]\n       minikubelet exec POD [-c CONTAINER] [-i] [-t] [--server unix://SOCKET|URL] -- COMMAND [ARG...]\n       minikubelet attach POD [-c CONTAINER] [-i] [-t] [--server unix://SOCKET|URL]\n       minikubelet version\n\nRuns the pods of --pod-manifest-path in the CRI runtime at --container-runtime-endpoint.\n\nFlags:\n")
 		flagutil.PrintDefaults(fs.Output(), fs)
 	}
 	cfg := config.Default()

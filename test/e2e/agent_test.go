@@ -30,7 +30,7 @@ import (
 // agent is one bin/minikubelet process a test runs, with its own node name,
 // manifest directory, root and log directories and ports.
 type agent struct {
-	t        *testing.T
+	t        testing.TB
 	rt       *ctrdtest.Containerd
 	node     string
 	dir      string
@@ -41,8 +41,13 @@ type agent struct {
 	port        int
 	kubeletPort int
 	healthz     int
-	// socket is the local socket, which serves every endpoint.
+	// socket is the local socket, which serves every endpoint;
+	// sockTCP serves it on a TCP port once a test asks (streamPort).
 	socket  string
+	sockTCP struct {
+		once sync.Once
+		port int
+	}
 	cmd     *exec.Cmd
 	logPath string
 	args    []string
@@ -56,7 +61,7 @@ type agent struct {
 // startAgent starts minikubelet against rt. Cleanup stops it and removes
 // every sandbox of its node from the runtime, then dumps its log if the
 // test failed.
-func startAgent(t *testing.T, rt *ctrdtest.Containerd, extraArgs ...string) *agent {
+func startAgent(t testing.TB, rt *ctrdtest.Containerd, extraArgs ...string) *agent {
 	t.Helper()
 	return startAgentWith(t, rt, agentOptions{args: extraArgs})
 }
@@ -78,7 +83,7 @@ type agentOptions struct {
 	noWaitHealthy bool
 }
 
-func startAgentWith(t *testing.T, rt *ctrdtest.Containerd, opts agentOptions) *agent {
+func startAgentWith(t testing.TB, rt *ctrdtest.Containerd, opts agentOptions) *agent {
 	t.Helper()
 	dir := t.TempDir()
 	sum := sha256.Sum256([]byte(t.Name()))
@@ -296,7 +301,7 @@ func getBody(c *http.Client, url string) (string, int, error) {
 // socketPath returns a path for an agent's local socket in a directory of
 // its own that the test's cleanup removes: short, as a socket's path must
 // be (t.TempDir's may be too long).
-func socketPath(t *testing.T) string {
+func socketPath(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "mks")
 	if err != nil {
@@ -408,7 +413,7 @@ func describe(pod *v1.Pod) string {
 
 // freePort picks a port below the ephemeral range (see freeport), so
 // that an agent restarted on its port finds it still free.
-func freePort(t *testing.T) int { return freeport.Must(t) }
+func freePort(t testing.TB) int { return freeport.Must(t) }
 
 // runtimePods returns the sandboxes of the runtime whose pod name belongs
 // to node, and the containers in them.
@@ -439,7 +444,7 @@ func runtimePods(ctx context.Context, rt *ctrdtest.Containerd, node string) ([]*
 }
 
 // removeNodePods removes every sandbox (and so container) of node.
-func removeNodePods(ctx context.Context, t *testing.T, rt *ctrdtest.Containerd, node string) {
+func removeNodePods(ctx context.Context, t testing.TB, rt *ctrdtest.Containerd, node string) {
 	sandboxes, _, err := runtimePods(ctx, rt, node)
 	if err != nil {
 		t.Errorf("cleanup: list pods of %s: %v", node, err)

@@ -31,7 +31,7 @@ func cgroupFile(t *testing.T, hierarchy, path, file string) string {
 
 // cgroupHierarchies lists the mounted hierarchies (links to a co-mounted
 // one, such as cpu -> cpu,cpuacct, are left out).
-func cgroupHierarchies(t *testing.T) []string {
+func cgroupHierarchies(t testing.TB) []string {
 	t.Helper()
 	entries, err := os.ReadDir(cgroupMount)
 	if err != nil {
@@ -76,7 +76,7 @@ func runtimeSpecOf(ctx context.Context, t *testing.T, rt *ctrdtest.Containerd, i
 	return info.RuntimeSpec.Linux.CgroupsPath, info.Pid
 }
 
-func containerIDOf(t *testing.T, pod *v1.Pod, name string) string {
+func containerIDOf(t testing.TB, pod *v1.Pod, name string) string {
 	t.Helper()
 	cs := containerStatus(pod, name)
 	if cs == nil {

@@ -381,7 +381,7 @@ func (a *agent) waitClean(w *sandboxWatcher, timeout time.Duration) {
 // waitForLogged is polltest.Until that also logs, with the time since it began,
 // each new summary cond gives of the state: a slow wait shows what it
 // waited on.
-func waitForLogged(t *testing.T, timeout time.Duration, what string, cond func() (ok bool, state, summary string)) {
+func waitForLogged(t testing.TB, timeout time.Duration, what string, cond func() (ok bool, state, summary string)) {
 	t.Helper()
 	t0, last := time.Now(), ""
 	polltest.Until(t, timeout, what, func() (bool, string) {

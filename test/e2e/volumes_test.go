@@ -24,7 +24,7 @@ func (a *agent) podDir(pod *v1.Pod) string {
 
 // mountsUnder lists the mount points at or under dir in the test's (and
 // the agent's) mount namespace.
-func mountsUnder(t *testing.T, dir string) []string {
+func mountsUnder(t testing.TB, dir string) []string {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
@@ -46,7 +46,7 @@ func mountsUnder(t *testing.T, dir string) []string {
 
 // unmountUnder unmounts, deepest first, what is mounted under dir: the
 // volumes of pods an agent left running when it stopped.
-func unmountUnder(t *testing.T, dir string) {
+func unmountUnder(t testing.TB, dir string) {
 	t.Helper()
 	points := mountsUnder(t, dir)
 	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
