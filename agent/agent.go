@@ -152,6 +152,8 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 			Running:        view,
 			Stats:          runtimeView{runtime}.stats,
 			Clock:          deps.Clock,
+			// The kubelet's gate for /containerLogs?stream=.
+			SplitLogStreams: cfg.FeatureGates["PodLogsQuerySplitStreams"],
 		},
 		notify: notify.New(notify.Config{
 			Notifier:        deps.Notifier,

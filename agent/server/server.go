@@ -62,12 +62,20 @@ type Config struct {
 	Auth Auth
 	// Running backs /runningpods/.
 	Running runningPods
-	// Stats returns what serves /stats/summary and /metrics/cadvisor, or
+	// Stats returns what serves /stats/summary, /metrics/cadvisor and
+	// /metrics/resource, or
 	// nil while there is nothing yet (the container runtime has not
 	// answered): they answer 503 then. Nil Stats leaves them out (404).
 	Stats func() Stats
 	// Clock times log follows and sinceSeconds; the real clock when nil.
 	Clock clock.Clock
+
+	// m18 (observability.go, logs.go).
+	// ProbeMetrics serves /metrics/probes.
+	ProbeMetrics http.Handler
+	// SplitLogStreams honours /containerLogs' stream parameter, as the
+	// kubelet's PodLogsQuerySplitStreams feature gate.
+	SplitLogStreams bool
 }
 
 // Server serves the endpoints.
@@ -134,20 +142,15 @@ func (s *Server) Serve(ctx context.Context) error {
 	readOnly.HandleFunc("GET /runningpods/", s.runningPods)
 	readOnly.HandleFunc("GET /healthz", s.healthz)
 	readOnly.HandleFunc("GET /manifests/errors", s.manifestErrors)
-	readOnly.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLog)
 	// Profiling, as the kubelet serves it (its enableProfilingHandler).
 	readOnly.HandleFunc("GET /debug/pprof/", pprof.Index)
 	readOnly.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	readOnly.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	readOnly.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	readOnly.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-	if s.cfg.Metrics != nil {
-		readOnly.Handle("GET /metrics", s.cfg.Metrics)
-	}
-	if s.cfg.Stats != nil {
-		readOnly.Handle("GET /stats/summary", s.stats(Stats.SummaryHandler))
-		readOnly.Handle("GET /metrics/cadvisor", s.stats(Stats.CadvisorHandler))
-	}
+	// m18: the kubelet port gets withLogs=true, the read-only port false,
+	// once there is a kubelet port (s18).
+	s.observabilityRoutes(readOnly, true)
 	healthz := http.NewServeMux()
 	healthz.HandleFunc("GET /healthz", s.healthz)
 

@@ -77,11 +77,17 @@ func (fakeStats) CadvisorHandler() http.Handler {
 	})
 }
 
+func (fakeStats) ResourceHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("node_cpu_usage_seconds_total 1 1700000000000\n"))
+	})
+}
+
 // Until there are stats to serve (the runtime has not answered), the
 // stats endpoints answer 503; without Stats they are not served.
 func TestStatsUnavailable(t *testing.T) {
 	ro, _ := serve(t, Config{ReadOnlyPort: freePort(t), Pods: fakePods{}, Stats: func() Stats { return nil }})
-	for _, path := range []string{"/stats/summary", "/metrics/cadvisor"} {
+	for _, path := range []string{"/stats/summary", "/metrics/cadvisor", "/metrics/resource"} {
 		if code, body := get(t, ro+path); code != http.StatusServiceUnavailable || !strings.Contains(body, "container runtime") {
 			t.Errorf("%s before the runtime answered: %d %q, want 503 saying why", path, code, body)
 		}
@@ -107,6 +113,7 @@ func TestEndpoints(t *testing.T) {
 		}}},
 		ManifestErrors: fakeErrors{{Source: "file", Origin: "/m/bad.yaml", Err: errors.New(`spec.containers[0].image: Required value`)}},
 		Metrics:        http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metric 1\n")) }),
+		ProbeMetrics:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("prober_probe_total 1\n")) }),
 		Stats:          func() Stats { return fakeStats{} },
 	}
 	ro, hz := serve(t, cfg)
@@ -155,6 +162,16 @@ func TestEndpoints(t *testing.T) {
 		}},
 		{"cadvisor metrics", ro + "/metrics/cadvisor", 200, func(t *testing.T, body string) {
 			if !strings.HasPrefix(body, "container_cpu_usage_seconds_total") {
+				t.Errorf("body %q", body)
+			}
+		}},
+		{"resource metrics", ro + "/metrics/resource", 200, func(t *testing.T, body string) {
+			if !strings.HasPrefix(body, "node_cpu_usage_seconds_total") {
+				t.Errorf("body %q", body)
+			}
+		}},
+		{"probe metrics", ro + "/metrics/probes", 200, func(t *testing.T, body string) {
+			if body != "prober_probe_total 1\n" {
 				t.Errorf("body %q", body)
 			}
 		}},

@@ -19,7 +19,11 @@ const defaultInterface = "eth0"
 // API shape. With onlyCPUAndMemory it leaves out network and process
 // figures, as the kubelet's ?only_cpu_and_memory=true does.
 func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) *statsapi.Summary {
-	snap := p.snapshot(ctx)
+	return p.summaryOf(p.snapshot(ctx), onlyCPUAndMemory)
+}
+
+// summaryOf builds the summary of one snapshot.
+func (p *Provider) summaryOf(snap *snapshot, onlyCPUAndMemory bool) *statsapi.Summary {
 	t := metav1.NewTime(snap.at)
 	out := &statsapi.Summary{
 		Node: statsapi.NodeStats{NodeName: p.cfg.NodeName, StartTime: metav1.NewTime(p.bootTime)},
