@@ -113,6 +113,7 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 		return nil, err
 	}
 	m := metrics.New()
+	m.RegisterNodeName(nodeName)
 	pods := podmanager.New()
 	merger := podconfig.New(configuredSources(cfg), podconfig.WithErrorCounter(func(source string) {
 		m.ManifestErrors.WithLabelValues(source).Inc()
@@ -260,6 +261,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer closeClients(ctx, clients)
+	clients.Runtime, clients.Images = a.metrics.InstrumentRuntime(a.clock, clients.Runtime, clients.Images)
 	parts, err := newRuntimeParts(ctx, &a.baseParts, clients)
 	if err != nil {
 		return err

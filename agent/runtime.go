@@ -164,13 +164,14 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 		syncerConfig.Objects = b.cluster.Objects()
 	}
 	workers := podworkers.New(podworkers.Config{
-		Syncer:         b.firstSyncs.Wrap(podworkers.NewSyncer(syncerConfig)),
+		Syncer:         b.firstSyncs.Wrap(newMeasuredSyncer(podworkers.NewSyncer(syncerConfig), b.metrics, statusManager, b.clock)),
 		Cache:          b.cache,
 		Clock:          b.clock,
 		ResyncInterval: b.cfg.SyncFrequency,
 	})
 	lifecycle := newPLEG(b, clients)
 	b.metrics.RegisterPLEG(lifecycle)
+	b.metrics.RegisterRunning(b.cache)
 
 	usage := housekeeping.Usage{Pods: b.pods, Workers: workers, Runtime: b.cache}
 	podDirs := housekeeping.NewPodDirs(housekeeping.PodDirsConfig{Dirs: podVolumes, LogsDir: b.cfg.PodLogsDir, InUse: usage.InUse, Clock: b.clock})
@@ -243,7 +244,7 @@ func newPLEG(b *baseParts, clients *cri.Clients) lifecycleEvents {
 		Cache:         b.cache,
 		RelistPeriod:  b.cfg.PLEGRelistPeriod,
 		Clock:         b.clock,
-		ObserveRelist: func(d time.Duration) { b.metrics.PLEGRelistDuration.Observe(d.Seconds()) },
+		ObserveRelist: func(d time.Duration) { b.metrics.ObserveRelist(b.clock.Now().Add(-d), d) },
 	})
 	if b.cfg.PLEGModeToRun() == config.PLEGModeRelist {
 		return generic
