@@ -148,6 +148,7 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 			Checks:         h.checks(),
 			ManifestErrors: merger,
 			Metrics:        m.Handler(),
+			ProbeMetrics:   m.Probes.Handler(),
 			Logs:           view,
 			Auth:           cfg.ServerAuth(),
 			Running:        view,

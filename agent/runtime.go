@@ -33,7 +33,6 @@ import (
 	"github.com/minikubelet/minikubelet/internal/cri"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 	"github.com/minikubelet/minikubelet/internal/metrics"
-	"github.com/minikubelet/minikubelet/internal/probe"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
 	"github.com/minikubelet/minikubelet/volumes"
@@ -116,7 +115,13 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 		Clock:   b.clock,
 		Results: probeResults,
 		HostIP:  b.hostIP,
-		Observe: func(t prober.Type, r probe.Result, d time.Duration) { b.metrics.ObserveProbe(string(t), r, d) },
+		Observe: func(run prober.Run) {
+			b.metrics.ObserveProbe(string(run.Type), run.Result, run.Duration)
+			b.metrics.Probes.Observe(probeTarget(run.Pod, run.Container, run.Type), run.Result, run.Duration)
+		},
+		Forget: func(pod *v1.Pod, container string, t prober.Type) {
+			b.metrics.Probes.Forget(probeTarget(pod, container, t))
+		},
 	})
 	// reporters is node mode's; it is built below, from the status
 	// manager, and set before newRuntimeParts returns, so before any pod
@@ -408,3 +413,8 @@ var (
 	_ lifecycleEvents = (*pleg.Generic)(nil)
 	_ lifecycleEvents = (*pleg.Evented)(nil)
 )
+
+// probeTarget names a probe in /metrics/probes.
+func probeTarget(pod *v1.Pod, container string, t prober.Type) metrics.ProbeTarget {
+	return metrics.ProbeTarget{Namespace: pod.Namespace, Pod: pod.Name, PodUID: string(pod.UID), Container: container, Type: string(t)}
+}

@@ -16,6 +16,8 @@ import (
 type Metrics struct {
 	registry *prometheus.Registry
 	*kubeletMetrics
+	// Probes are /metrics/probes' metrics, in a registry of their own.
+	Probes *Probes
 
 	// ManifestErrors counts manifests refused, by source, once per
 	// distinct refusal (a bad file counts again when it changes).
@@ -88,6 +90,7 @@ func New() *Metrics {
 	m := &Metrics{
 		registry:       prometheus.NewRegistry(),
 		kubeletMetrics: newKubeletMetrics(),
+		Probes:         NewProbes(),
 		ManifestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "minikubelet_manifest_errors_total",
 			Help: "Pod manifests refused (decode or validation errors, conflicts), by source, counted once per distinct refusal.",
@@ -137,13 +140,6 @@ func (m *Metrics) Handler() http.Handler {
 // ObserveProbe records one probe run of type probeType (Liveness,
 // Readiness, Startup) with its result.
 func (m *Metrics) ObserveProbe(probeType string, r probe.Result, d time.Duration) {
-	result := "unknown"
-	switch r {
-	case probe.Success:
-		result = "successful"
-	case probe.Failure:
-		result = "failed"
-	}
-	m.ProbeTotal.WithLabelValues(probeType, result).Inc()
+	m.ProbeTotal.WithLabelValues(probeType, probeResult(r)).Inc()
 	m.ProbeDuration.WithLabelValues(probeType).Observe(d.Seconds())
 }

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,4 +61,64 @@ spec:
 			t.Errorf("kubelet_pod_start_duration_seconds_count = %v, want 1 (one pod started)", v)
 		}
 	})
+}
+
+// TestProbeMetrics: /metrics/probes counts each probe of each container
+// by result under the kubelet's names and labels, and drops a probe's
+// series when its pod goes.
+func TestProbeMetrics(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
+		a := startAgent(t, rt)
+		a.writeManifest("probed.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: probed}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: %s
+    command: ["sleep", "3600"]
+    readinessProbe: {exec: {command: ["true"]}, periodSeconds: 1}
+    livenessProbe: {exec: {command: ["true"]}, periodSeconds: 1}
+`, env.busybox))
+		pod := a.waitRunning("probed", 60*time.Second)
+		series := func(probeType, result string) string {
+			return fmt.Sprintf(`prober_probe_total{container="app",namespace=%q,pod=%q,pod_uid=%q,probe_type=%q,result=%q} `,
+				pod.Namespace, pod.Name, pod.UID, probeType, result)
+		}
+		polltest.Until(t, 30*time.Second, "both probes counted on /metrics/probes", func() (bool, string) {
+			body, code, err := a.get(a.port, "/metrics/probes")
+			if err != nil || code != 200 {
+				return false, fmt.Sprintf("HTTP %d %v", code, err)
+			}
+			for _, typ := range []string{"Readiness", "Liveness"} {
+				v, ok := sampleValue(body, series(typ, "successful"))
+				if !ok || v < 2 {
+					return false, body
+				}
+				if _, ok := sampleValue(body, fmt.Sprintf(`prober_probe_duration_seconds_count{container="app",namespace=%q,pod=%q,probe_type=%q} `, pod.Namespace, pod.Name, typ)); !ok {
+					return false, body
+				}
+			}
+			return true, ""
+		})
+		a.removeManifest("probed.yaml")
+		polltest.Until(t, 30*time.Second, "the pod's probe series gone", func() (bool, string) {
+			body, _, err := a.get(a.port, "/metrics/probes")
+			return err == nil && !strings.Contains(body, string(pod.UID)), body
+		})
+	})
+}
+
+// sampleValue finds the sample whose line starts with prefix (name,
+// labels and a space) in a Prometheus text body.
+func sampleValue(body, prefix string) (float64, bool) {
+	for _, line := range strings.Split(body, "\n") {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
 }
