@@ -96,6 +96,7 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 		PodsCgroup:    cg.PodsCgroup(),
 		MachineCores:  runtime.NumCPU(),
 		MachineMemory: uint64(b.memoryCapacity),
+		Fs:            stats.FsConfig{RootDir: b.cfg.RootDir, PodLogsDir: b.cfg.PodLogsDir, Images: clients.Images, Runtime: clients.Runtime},
 	})
 	// Pod volumes live under <root-dir>/pods; a standalone agent has no
 	// apiserver to serve configMaps, secrets or tokens.

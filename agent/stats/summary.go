@@ -16,10 +16,15 @@ import (
 const defaultInterface = "eth0"
 
 // Summary returns the node's and its pods' usage in the kubelet's Summary
-// API shape. With onlyCPUAndMemory it leaves out network and process
-// figures, as the kubelet's ?only_cpu_and_memory=true does.
+// API shape. With onlyCPUAndMemory it leaves out network, process and
+// filesystem figures, as the kubelet's ?only_cpu_and_memory=true does.
 func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) *statsapi.Summary {
-	return p.summaryOf(p.snapshot(ctx), onlyCPUAndMemory)
+	snap := p.snapshot(ctx)
+	s := p.summaryOf(snap, onlyCPUAndMemory)
+	if !onlyCPUAndMemory {
+		p.addFs(ctx, s, snap)
+	}
+	return s
 }
 
 // summaryOf builds the summary of one snapshot.
