@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
@@ -121,4 +124,73 @@ func sampleValue(body, prefix string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// TestSummaryFilesystems: /stats/summary reports the filesystems against
+// the real runtime: the node's, containerd's image filesystem, a
+// container's writable layer and logs, an emptyDir it wrote 1 MiB to, and
+// the pod's ephemeral storage, which counts them.
+func TestSummaryFilesystems(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
+		a := startAgent(t, rt)
+		a.writeManifest("disk.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: disk}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: %s
+    command: ["sh", "-c", "head -c 1048576 /dev/zero > /scratch/blob; head -c 65536 /dev/zero > /tmp/layer; echo wrote; exec sleep 3600"]
+    volumeMounts: [{name: scratch, mountPath: /scratch}]
+  volumes: [{name: scratch, emptyDir: {}}]
+`, env.busybox))
+		pod := a.waitRunning("disk", 60*time.Second)
+		var got statsapi.PodStats
+		var node statsapi.NodeStats
+		polltest.Until(t, 30*time.Second, "the pod's filesystems on /stats/summary", func() (bool, string) {
+			body, code, err := a.get(a.port, "/stats/summary")
+			if err != nil || code != 200 {
+				return false, fmt.Sprintf("HTTP %d %v", code, err)
+			}
+			var s statsapi.Summary
+			if err := json.Unmarshal([]byte(body), &s); err != nil {
+				t.Fatal(err)
+			}
+			node = s.Node
+			for _, p := range s.Pods {
+				if p.PodRef.UID == string(pod.UID) {
+					got = p
+				}
+			}
+			if len(got.Containers) != 1 || len(got.VolumeStats) == 0 || got.EphemeralStorage == nil {
+				return false, body
+			}
+			c := got.Containers[0]
+			return c.Logs != nil && c.Logs.UsedBytes != nil && *c.Logs.UsedBytes > 0 && c.Rootfs != nil, body
+		})
+		if fs := node.Fs; fs == nil || fs.CapacityBytes == nil || *fs.CapacityBytes == 0 || fs.AvailableBytes == nil || fs.InodesFree == nil {
+			t.Errorf("node fs = %+v", fs)
+		}
+		if r := node.Runtime; r == nil || r.ImageFs == nil || r.ImageFs.UsedBytes == nil || *r.ImageFs.UsedBytes == 0 || r.ImageFs.CapacityBytes == nil {
+			t.Errorf("node runtime = %+v", r)
+		}
+		c := got.Containers[0]
+		if c.Rootfs.UsedBytes == nil || c.Rootfs.CapacityBytes == nil {
+			t.Errorf("rootfs of app = %+v", c.Rootfs)
+		}
+		var scratch *statsapi.VolumeStats
+		for i := range got.VolumeStats {
+			if got.VolumeStats[i].Name == "scratch" {
+				scratch = &got.VolumeStats[i]
+			}
+		}
+		if scratch == nil || *scratch.UsedBytes < 1<<20 || *scratch.InodesUsed < 2 || scratch.CapacityBytes == nil {
+			t.Fatalf("volume stats = %+v", got.VolumeStats)
+		}
+		if e := got.EphemeralStorage; *e.UsedBytes < *scratch.UsedBytes+*c.Logs.UsedBytes || e.CapacityBytes == nil {
+			t.Errorf("ephemeral storage = %+v, below the emptyDir's %d and the logs' %d bytes", e, *scratch.UsedBytes, *c.Logs.UsedBytes)
+		}
+	})
 }
