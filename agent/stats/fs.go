@@ -124,7 +124,7 @@ func statfs(path string, at metav1.Time) *statsapi.FsStats {
 	if path == "" || syscall.Statfs(path, &st) != nil {
 		return nil
 	}
-	bsize := uint64(st.Bsize) //nolint:gosec // G115: a block size is positive
+	bsize := uint64(st.Bsize)
 	capacity, free, avail := st.Blocks*bsize, st.Bfree*bsize, st.Bavail*bsize
 	return &statsapi.FsStats{
 		Time:           at,
@@ -162,7 +162,7 @@ func du(path string, at metav1.Time) (*statsapi.FsStats, error) {
 		}
 		inodes++
 		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			used += uint64(st.Blocks) * 512 //nolint:gosec // G115: a block count is not negative
+			used += uint64(st.Blocks) * 512
 		}
 		return nil
 	})

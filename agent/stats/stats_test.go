@@ -314,7 +314,7 @@ func TestReadNetDevMalformed(t *testing.T) {
 // /metrics/resource has what metrics-server reads, each sample stamped
 // with the time of the snapshot (milliseconds), and the start times.
 func TestResourceMetrics(t *testing.T) {
-	p, cg, _ := testProvider(t)
+	p, _, _ := testProvider(t)
 	body := get(t, p.ResourceHandler())
 	const at = " 1700001000000" // the fake clock
 	for _, want := range []string{
@@ -340,7 +340,7 @@ func TestResourceMetrics(t *testing.T) {
 		t.Logf("body:\n%s", body)
 	}
 
-	p, cg, _ = testProvider(t)
+	p, cg, _ := testProvider(t)
 	cg.fail = map[string]error{"/kubepods/podu/cid": errors.New("permission denied")}
 	if body := get(t, p.ResourceHandler()); !strings.Contains(body, "resource_scrape_error 1") {
 		t.Errorf("a failed read does not set resource_scrape_error:\n%s", body)
