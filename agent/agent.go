@@ -120,6 +120,7 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 		return nil, err
 	}
 	m := metrics.New()
+	m.RegisterNodeName(nodeName)
 	pods := podmanager.New()
 	merger := podconfig.New(configuredSources(cfg), podconfig.WithErrorCounter(func(source string) {
 		m.ManifestErrors.WithLabelValues(source).Inc()
@@ -166,6 +167,9 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 			Stats:                   runtimeView{runtime}.stats,
 			Clock:                   deps.Clock,
 			Stream:                  server.StreamConfig{Targets: view, Runtime: runtimeView{runtime}.streams},
+			ProbeMetrics:            m.Probes.Handler(),
+			// The kubelet's gate for /containerLogs?stream=.
+			SplitLogStreams: cfg.FeatureGates["PodLogsQuerySplitStreams"],
 		},
 		notify: notify.New(notify.Config{
 			Notifier:        deps.Notifier,
@@ -319,6 +323,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer closeClients(ctx, clients)
+	clients.Runtime, clients.Images = a.metrics.InstrumentRuntime(a.clock, clients.Runtime, clients.Images)
 	parts, err := newRuntimeParts(ctx, &a.baseParts, clients)
 	if err != nil {
 		return err

@@ -34,7 +34,6 @@ import (
 	"github.com/minikubelet/minikubelet/internal/crilog"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 	"github.com/minikubelet/minikubelet/internal/metrics"
-	"github.com/minikubelet/minikubelet/internal/probe"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
 	"github.com/minikubelet/minikubelet/volumes"
@@ -100,6 +99,7 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 		PodsCgroup:    cg.PodsCgroup(),
 		MachineCores:  runtime.NumCPU(),
 		MachineMemory: uint64(b.memoryCapacity),
+		Fs:            stats.FsConfig{RootDir: b.cfg.RootDir, PodLogsDir: b.cfg.PodLogsDir, Images: clients.Images, Runtime: clients.Runtime},
 	})
 	// Pod volumes live under <root-dir>/pods; a standalone agent has no
 	// apiserver to serve configMaps, secrets or tokens.
@@ -119,7 +119,13 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 		Clock:   b.clock,
 		Results: probeResults,
 		HostIP:  b.hostIP,
-		Observe: func(t prober.Type, r probe.Result, d time.Duration) { b.metrics.ObserveProbe(string(t), r, d) },
+		Observe: func(run prober.Run) {
+			b.metrics.ObserveProbe(string(run.Type), run.Result, run.Duration)
+			b.metrics.Probes.Observe(probeTarget(run.Pod, run.Container, run.Type), run.Result, run.Duration)
+		},
+		Forget: func(pod *v1.Pod, container string, t prober.Type) {
+			b.metrics.Probes.Forget(probeTarget(pod, container, t))
+		},
 	})
 	// reporters is node mode's; it is built below, from the status
 	// manager, and set before newRuntimeParts returns, so before any pod
@@ -167,13 +173,14 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 		syncerConfig.Objects = b.cluster.Objects()
 	}
 	workers := podworkers.New(podworkers.Config{
-		Syncer:         b.firstSyncs.Wrap(podworkers.NewSyncer(syncerConfig)),
+		Syncer:         b.firstSyncs.Wrap(newMeasuredSyncer(podworkers.NewSyncer(syncerConfig), b.metrics, statusManager, b.clock)),
 		Cache:          b.cache,
 		Clock:          b.clock,
 		ResyncInterval: b.cfg.SyncFrequency,
 	})
 	lifecycle := newPLEG(b, clients)
 	b.metrics.RegisterPLEG(lifecycle)
+	b.metrics.RegisterRunning(b.cache)
 
 	usage := housekeeping.Usage{Pods: b.pods, Workers: workers, Runtime: b.cache}
 	podDirs := housekeeping.NewPodDirs(housekeeping.PodDirsConfig{Dirs: podVolumes, LogsDir: b.cfg.PodLogsDir, InUse: usage.InUse, Clock: b.clock})
@@ -247,7 +254,7 @@ func newPLEG(b *baseParts, clients *cri.Clients) lifecycleEvents {
 		Cache:         b.cache,
 		RelistPeriod:  b.cfg.PLEGRelistPeriod,
 		Clock:         b.clock,
-		ObserveRelist: func(d time.Duration) { b.metrics.PLEGRelistDuration.Observe(d.Seconds()) },
+		ObserveRelist: func(d time.Duration) { b.metrics.ObserveRelist(b.clock.Now().Add(-d), d) },
 	})
 	if b.cfg.PLEGModeToRun() == config.PLEGModeRelist {
 		return generic
@@ -422,3 +429,8 @@ var (
 	_ lifecycleEvents = (*pleg.Generic)(nil)
 	_ lifecycleEvents = (*pleg.Evented)(nil)
 )
+
+// probeTarget names a probe in /metrics/probes.
+func probeTarget(pod *v1.Pod, container string, t prober.Type) metrics.ProbeTarget {
+	return metrics.ProbeTarget{Namespace: pod.Namespace, Pod: pod.Name, PodUID: string(pod.UID), Container: container, Type: string(t)}
+}

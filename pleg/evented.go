@@ -108,7 +108,7 @@ type EventedConfig struct {
 	// Clock is the real clock when nil; it should be the Relister's.
 	Clock clock.WithTicker
 	// OnConnectionError is called for every failed or broken stream
-	// (minikubelet_evented_pleg_connection_errors_total), on Run's goroutine;
+	// (kubelet_evented_pleg_connection_error_count), on Run's goroutine;
 	// may be nil. A runtime that does not serve events is no connection
 	// error and is not counted.
 	OnConnectionError func()

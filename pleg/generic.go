@@ -44,7 +44,7 @@ type GenericConfig struct {
 	ChannelCapacity int
 	Clock           clock.WithTicker
 	// ObserveRelist, if set, is told how long each successful relist took
-	// (minikubelet_pleg_relist_duration_seconds).
+	// (kubelet_pleg_relist_duration_seconds).
 	ObserveRelist func(time.Duration)
 }
 

@@ -104,6 +104,12 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 	}
 	a.SandboxesToRemove = staleSandboxes(status)
 	a.ContainersToRemove = deadContainersToRemove(pod, status)
+	if podTerminal(pod) {
+		// Finished for good: stop what may still run, keep the last dead
+		// containers (and so their logs) until the pod is removed.
+		a.KillPod = hasRunning(status)
+		return a
+	}
 
 	sb := newestSandbox(status)
 	if reason := sandboxNeedsReplacing(pod, sb); reason != "" {
@@ -181,6 +187,14 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 	}
 	a.KillPod = finished
 	return a
+}
+
+// podTerminal reports whether the pod's own status says it has finished
+// (phase Succeeded or Failed): for a pod from an apiserver, what the API
+// holds. As with the kubelet, such a pod never runs again, whatever the
+// runtime holds of it (after a reboot, nothing).
+func podTerminal(pod *v1.Pod) bool {
+	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
 }
 
 // regularRunning reports whether a regular container of pod runs.

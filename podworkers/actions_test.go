@@ -391,6 +391,39 @@ func TestComputePodActionsNoSandboxForFinishedOnFailurePod(t *testing.T) {
 	}
 }
 
+// A pod whose own status is terminal (the API says it finished) never
+// runs again, whatever the runtime holds: it only has what still runs
+// stopped and the dead containers beyond the last of each name removed.
+func TestComputePodActionsTerminalPod(t *testing.T) {
+	for _, phase := range []v1.PodPhase{v1.PodSucceeded, v1.PodFailed} {
+		pod := newPod("job", []string{"app"}, withRestartPolicy(v1.RestartPolicyOnFailure))
+		pod.Status.Phase = phase
+		tests := []struct {
+			name   string
+			status *kubecontainer.PodStatus
+			want   actionSummary
+		}{
+			{"nothing left in the runtime: no new sandbox", podStatus(pod, nil), actionSummary{}},
+			{"last containers kept, older ones removed",
+				podStatus(pod, []*runtimeapi.PodSandboxStatus{sandboxStatus(pod, "sb1", 0, false, t0)},
+					ctrStatus(pod, "app", "app-2", exited, 2, 0, t0.Add(3*time.Second)),
+					ctrStatus(pod, "app", "app-1", exited, 1, 1, t0.Add(2*time.Second))),
+				actionSummary{Remove: []string{"app-1"}}},
+			{"still running: stopped",
+				podStatus(pod, []*runtimeapi.PodSandboxStatus{sandboxStatus(pod, "sb1", 0, true, t0)},
+					ctrStatus(pod, "app", "app-0", running, 0, 0, t0)),
+				actionSummary{KillPod: true}},
+		}
+		for _, tt := range tests {
+			t.Run(string(phase)+": "+tt.name, func(t *testing.T) {
+				if got := summarize(computePodActions(pod, tt.status, noBackOff, nil)); !reflect.DeepEqual(got, tt.want) {
+					t.Errorf("actions:\n got %+v\nwant %+v", got, tt.want)
+				}
+			})
+		}
+	}
+}
+
 func TestComputePodActionsExitedByRestartPolicy(t *testing.T) {
 	tests := []struct {
 		policy   v1.RestartPolicy

@@ -21,6 +21,10 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 	actions := computePodActions(pod, status, func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration {
 		return s.backOff.remaining(backOffKey(pod, c), cs.StartedAt, cs.FinishedAt)
 	}, s.cfg.Probes)
+	if podTerminal(pod) {
+		// Nothing will start: no volumes to refresh, no cgroup to size.
+		return s.syncTerminal(ctx, pod, status, &actions)
+	}
 	vols, err := s.setUpVolumes(ctx, pod)
 	if err != nil {
 		holdForVolumes(&actions, err)
@@ -58,6 +62,30 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *kubecontainer
 	}
 	s.report(pod, fresh, actions.Waiting)
 	return SyncResult{StatusTime: fresh.TimeStamp, RequeueAfter: actions.RequeueAfter}, syncErr
+}
+
+// syncTerminal syncs a pod whose own status is terminal (podTerminal):
+// it stops what still runs and removes the dead containers no status
+// needs; the last instance of each container stays, with its log, until
+// the pod is removed (SyncTerminatedPod).
+func (s *Syncer) syncTerminal(ctx context.Context, pod *v1.Pod, status *kubecontainer.PodStatus, actions *podActions) (SyncResult, error) {
+	if !actions.changesRuntime() {
+		s.report(pod, status, actions.Waiting)
+		return SyncResult{StatusTime: status.TimeStamp}, nil
+	}
+	var syncErr error
+	if actions.KillPod {
+		if err := s.killPod(ctx, pod, status, podGracePeriod(pod)); err != nil {
+			syncErr = fmt.Errorf("stop a pod that has finished: %w", err)
+		}
+	}
+	s.removeDead(ctx, status, actions)
+	fresh, err := s.refresh(uncancelled(ctx), pod.UID, status)
+	if err != nil {
+		return SyncResult{StatusTime: s.cfg.Clock.Now()}, errors.Join(syncErr, err)
+	}
+	s.report(pod, fresh, actions.Waiting)
+	return SyncResult{StatusTime: fresh.TimeStamp}, syncErr
 }
 
 // apply carries out the actions. Containers that fail to start are recorded

@@ -41,8 +41,8 @@ type Config struct {
 	// EventedPLEGRelistPeriod is the safety-net relist period in evented
 	// mode.
 	EventedPLEGRelistPeriod time.Duration
-	// FeatureGates as the kubelet's --feature-gates; only EventedPLEG is
-	// acted on.
+	// FeatureGates as the kubelet's --feature-gates; only EventedPLEG and
+	// PodLogsQuerySplitStreams are acted on.
 	FeatureGates map[string]bool
 	// MaxContainerRestartPeriod caps the crash-loop back-off.
 	MaxContainerRestartPeriod time.Duration
@@ -146,7 +146,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.PLEGRelistPeriod, "pleg-relist-period", c.PLEGRelistPeriod, "How often the runtime is relisted to notice containers that started, died or vanished (relist mode, and evented mode while its event stream is down).")
 	fs.StringVar(&c.PLEGMode, "pleg-mode", c.PLEGMode, "How container changes are noticed: evented (the runtime's CRI event stream, GetContainerEvents, with a slow relist as a safety net), relist (list the runtime every --pleg-relist-period), or auto (evented when the runtime serves events, else relist).")
 	fs.DurationVar(&c.EventedPLEGRelistPeriod, "evented-pleg-relist-period", c.EventedPLEGRelistPeriod, "How often evented mode still relists, as a safety net for events a runtime loses (containerd 1.7 shares one event stream among all subscribers).")
-	fs.Var((*featureGates)(&c.FeatureGates), "feature-gates", "The kubelet's feature gates as Name=true|false pairs separated by commas. EventedPLEG=true selects --pleg-mode=evented and =false relist, unless --pleg-mode says otherwise; other gates are accepted and ignored.")
+	fs.Var((*featureGates)(&c.FeatureGates), "feature-gates", "The kubelet's feature gates as Name=true|false pairs separated by commas. EventedPLEG=true selects --pleg-mode=evented and =false relist, unless --pleg-mode says otherwise; PodLogsQuerySplitStreams=true lets /containerLogs serve one stream (?stream=Stdout|Stderr); other gates are accepted and ignored.")
 	fs.DurationVar(&c.MaxContainerRestartPeriod, "max-container-restart-period", c.MaxContainerRestartPeriod, "The longest crash-loop back-off between restarts of a failing container (it starts at 10s and doubles).")
 	fs.IntVar(&c.ImageGCHighThresholdPercent, "image-gc-high-threshold", c.ImageGCHighThresholdPercent, "The image filesystem's usage in percent at which unused images are removed, least recently used first, down to --image-gc-low-threshold. Images of containers (running or exited), pinned images and the sandbox image are never removed. 100 turns image garbage collection off.")
 	fs.IntVar(&c.ImageGCLowThresholdPercent, "image-gc-low-threshold", c.ImageGCLowThresholdPercent, "The image filesystem's usage in percent that image garbage collection frees down to; below --image-gc-high-threshold.")

@@ -33,5 +33,5 @@
 // Data enters through the CRI runtime and image services and the statfs
 // of the image filesystem; it leaves as CRI RemoveImage calls, log lines
 // and the Config.OnRemoved callback (the agent's
-// minikubelet_image_garbage_collected_total counter).
+// kubelet_image_garbage_collected_total counter).
 package imagegc

@@ -29,7 +29,19 @@ type Config struct {
 	// network).
 	HostIP string
 	// Observe, if set, is told of every probe run.
-	Observe func(t Type, r probe.Result, d time.Duration)
+	Observe func(Run)
+	// Forget, if set, is told when a probe worker stops: no more runs of
+	// that probe of that container of pod will be observed.
+	Forget func(pod *v1.Pod, container string, t Type)
+}
+
+// Run is one probe run, as Config.Observe is told of it.
+type Run struct {
+	Pod       *v1.Pod
+	Container string
+	Type      Type
+	Result    probe.Result
+	Duration  time.Duration
 }
 
 // Manager runs the probe workers and keeps their results. Safe for

@@ -17,7 +17,7 @@ func (w *worker) probe(ctx context.Context, st v1.PodStatus) probe.Result {
 	start := w.m.cfg.Clock.Now()
 	r, detail, err := w.check(ctx, st)
 	if w.m.cfg.Observe != nil {
-		w.m.cfg.Observe(w.key.t, r, w.m.cfg.Clock.Since(start))
+		w.m.cfg.Observe(Run{Pod: w.pod, Container: w.key.container, Type: w.key.t, Result: r, Duration: w.m.cfg.Clock.Since(start)})
 	}
 	logger := klog.FromContext(ctx)
 	switch {

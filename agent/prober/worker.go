@@ -78,6 +78,9 @@ func (w *worker) run(ctx context.Context) {
 		if w.containerID != "" {
 			w.m.forgetResult(w.containerID, w.key.t)
 		}
+		if w.m.cfg.Forget != nil {
+			w.m.cfg.Forget(w.pod, w.key.container, w.key.t)
+		}
 	}()
 	var timer clock.Timer
 	defer func() {

@@ -2,15 +2,19 @@ package server
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/minikubelet/minikubelet/agent/containerlogs"
 )
 
 // ErrNotFound marks a pod or container that the node does not have; the
@@ -34,82 +38,153 @@ type containerLogs interface {
 	ContainerLog(namespace, pod, container string, previous bool) (LogFile, error)
 }
 
-// logOptions are the query parameters of /containerLogs, the kubelet's.
-type logOptions struct {
-	follow     bool
-	timestamps bool
-	// tail is the number of lines from the end; < 0 means all.
-	tail  int
-	since time.Time
-	// limit caps the bytes written; <= 0 means no cap.
-	limit int64
+// The values of the stream query parameter (v1.LogStreamStdout, ...).
+const (
+	streamAll    = "All"
+	streamStdout = "Stdout"
+	streamStderr = "Stderr"
+)
+
+// logQuery is what a /containerLogs query asks for.
+type logQuery struct {
+	opts     containerlogs.ReadOptions
+	previous bool
+	// stream is All, Stdout or Stderr.
+	stream string
 }
 
-// followPoll is how often a follow looks for what was appended to the log.
-const followPoll = 200 * time.Millisecond
+// errInvalidQuery marks a query that decodes but is refused by the
+// kubelet's validation of PodLogOptions (422); other query errors are
+// 400s.
+var errInvalidQuery = errors.New("invalid request")
 
-// parseLogOptions reads the query of r; now is when sinceSeconds counts
-// back from.
-func parseLogOptions(r *http.Request, now time.Time) (logOptions, error) {
-	q := r.URL.Query()
-	o := logOptions{tail: -1}
-	var err error
+// parseLogQuery reads the query as the kubelet decodes a v1.PodLogOptions
+// from it, and validates it as the kubelet does. now is when sinceSeconds
+// counts back from. A bool parameter is true unless it is "0" or "false"
+// (so "?follow" follows); the old "tail" parameter stands for tailLines
+// ("all": every line); insecureSkipTLSVerifyBackend and container are
+// the apiserver's and are ignored. stream (Stdout, Stderr, All) needs
+// splitStreams, the kubelet's PodLogsQuerySplitStreams feature gate.
+func parseLogQuery(q url.Values, now time.Time, splitStreams bool) (logQuery, error) {
+	if tail := q.Get("tail"); tail != "" {
+		q = cloneValues(q)
+		q.Set("tailLines", tail)
+		if tail == "all" {
+			q.Del("tailLines")
+		}
+	}
 	boolean := func(name string) bool {
-		if err != nil || !q.Has(name) {
-			return false
+		v, ok := q[name]
+		return ok && len(v) > 0 && v[0] != "0" && !strings.EqualFold(v[0], "false")
+	}
+	var errs []error
+	integer := func(name string) *int64 {
+		s := q.Get(name)
+		if s == "" {
+			return nil
 		}
-		var v bool
-		v, err = strconv.ParseBool(q.Get(name))
+		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			err = fmt.Errorf("query parameter %s: %w", name, err)
+			errs = append(errs, fmt.Errorf("query parameter %s: %q is not an integer", name, s))
+			return nil
 		}
-		return v
+		return &v
 	}
-	integer := func(name string) int64 {
-		if err != nil || !q.Has(name) {
-			return -1
-		}
-		var v int64
-		v, err = strconv.ParseInt(q.Get(name), 10, 64)
-		if err == nil && v < 0 {
-			err = fmt.Errorf("query parameter %s: must not be negative", name)
-		}
+	out := logQuery{
+		opts: containerlogs.ReadOptions{
+			Follow:     boolean("follow"),
+			Timestamps: boolean("timestamps"),
+			TailLines:  -1,
+		},
+		previous: boolean("previous"),
+		stream:   q.Get("stream"),
+	}
+	tail, limit, sinceSeconds := integer("tailLines"), integer("limitBytes"), integer("sinceSeconds")
+	var sinceTime time.Time
+	if s := q.Get("sinceTime"); s != "" && s != "null" {
+		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {
-			err = fmt.Errorf("query parameter %s: %w", name, err)
+			errs = append(errs, fmt.Errorf("query parameter sinceTime: %q is not an RFC 3339 time", s))
 		}
-		return v
+		sinceTime = t
 	}
-	o.follow, o.timestamps = boolean("follow"), boolean("timestamps")
-	o.tail = int(integer("tailLines"))
-	o.limit = integer("limitBytes")
-	if s := integer("sinceSeconds"); s > 0 {
-		o.since = now.Add(-time.Duration(s) * time.Second)
+	if err := errors.Join(errs...); err != nil {
+		return logQuery{}, err
 	}
-	if q.Has("sinceTime") && err == nil {
-		o.since, err = time.Parse(time.RFC3339, q.Get("sinceTime"))
-		if err != nil {
-			err = fmt.Errorf("query parameter sinceTime: %w", err)
+
+	// The kubelet's ValidatePodLogOptions.
+	switch {
+	case tail != nil && *tail < 0:
+		errs = append(errs, errors.New("tailLines: must be greater than or equal to 0"))
+	case limit != nil && *limit < 1:
+		errs = append(errs, errors.New("limitBytes: must be greater than 0"))
+	case sinceSeconds != nil && !sinceTime.IsZero():
+		errs = append(errs, errors.New("at most one of sinceTime or sinceSeconds may be specified"))
+	case sinceSeconds != nil && *sinceSeconds < 1:
+		errs = append(errs, errors.New("sinceSeconds: must be greater than 0"))
+	}
+	switch out.stream {
+	case "":
+		out.stream = streamAll
+	case streamAll, streamStdout, streamStderr:
+		if tail != nil && out.stream != streamAll {
+			errs = append(errs, errors.New("tailLines and a specific stream are mutually exclusive for now"))
 		}
+	default:
+		errs = append(errs, fmt.Errorf("stream: %q is not one of All, Stdout, Stderr", out.stream))
 	}
-	return o, err
+	if err := errors.Join(errs...); err != nil {
+		return logQuery{}, fmt.Errorf("%w: %w", errInvalidQuery, err)
+	}
+	if out.stream != streamAll && !splitStreams {
+		return logQuery{}, fmt.Errorf("unable to return the given log stream: %q; enable the PodLogsQuerySplitStreams feature gate", out.stream)
+	}
+	if tail != nil {
+		out.opts.TailLines = *tail
+	}
+	if limit != nil {
+		out.opts.LimitBytes = *limit
+	}
+	if sinceSeconds != nil {
+		out.opts.Since = now.Add(-time.Duration(*sinceSeconds) * time.Second)
+	}
+	if !sinceTime.IsZero() {
+		out.opts.Since = sinceTime
+	}
+	return out, nil
+}
+
+func cloneValues(q url.Values) url.Values {
+	out := make(url.Values, len(q))
+	for k, v := range q {
+		out[k] = v
+	}
+	return out
 }
 
 // containerLog serves GET /containerLogs/{namespace}/{pod}/{container}
-// as the kubelet does: the container's output, decoded from the CRI log
-// format, with follow, previous, tailLines, timestamps, sinceSeconds,
-// sinceTime and limitBytes.
+// as the kubelet does: the container's output decoded from its CRI log
+// file (agent/containerlogs.Read), with every query parameter of
+// v1.PodLogOptions. A pod or container the node does not have is a 404;
+// a query that does not decode a 400, one that fails validation a 422; a
+// container that has no log to show (waiting to start, no previous
+// instance) a 400 that says why.
 func (s *Server) containerLog(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Logs == nil {
 		http.Error(w, "container logs are not served", http.StatusNotFound)
 		return
 	}
-	opts, err := parseLogOptions(r, s.cfg.Clock.Now())
-	if err != nil {
+	q, err := parseLogQuery(r.URL.Query(), s.cfg.Clock.Now(), s.cfg.SplitLogStreams)
+	switch {
+	case errors.Is(err, errInvalidQuery):
+		http.Error(w, err.Error(), http.StatusUnprocessableEntity)
+		return
+	case err != nil:
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	previous, _ := strconv.ParseBool(r.URL.Query().Get("previous"))
-	lf, err := s.cfg.Logs.ContainerLog(r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container"), previous)
+	container := r.PathValue("container")
+	lf, err := s.cfg.Logs.ContainerLog(r.PathValue("namespace"), r.PathValue("pod"), container, q.previous)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		http.Error(w, err.Error(), http.StatusNotFound)
@@ -118,219 +193,72 @@ func (s *Server) containerLog(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	f, err := os.Open(lf.Path)
-	if err != nil {
-		http.Error(w, fmt.Sprintf("open log of container %q: %v", r.PathValue("container"), err), http.StatusInternalServerError)
+	if _, err := os.Stat(lf.Path); err != nil {
+		http.Error(w, fmt.Sprintf("log of container %q: %v", container, err), http.StatusBadRequest)
 		return
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	var out io.Writer = flushWriter{w}
-	if opts.limit > 0 {
-		out = &limitWriter{w: out, left: opts.limit}
+	out := newLogResponse(w)
+	if q.opts.Follow {
+		// A follower gets the status at once, not with the first line.
+		out.start()
+		_ = out.Flush()
 	}
-	if err := s.writeLog(r.Context(), out, f, lf, opts); err != nil && !errors.Is(err, errLimit) && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(w, "\nerror reading the log: %v\n", err)
+	sinks := containerlogs.Sinks{Stdout: out, Stderr: out, Flush: out.Flush}
+	switch q.stream {
+	case streamStdout:
+		sinks.Stderr = nil
+	case streamStderr:
+		sinks.Stdout = nil
 	}
-}
-
-// flushWriter flushes after each write, so that a follower sees lines as
-// they come.
-type flushWriter struct{ w http.ResponseWriter }
-
-func (f flushWriter) Write(p []byte) (int, error) {
-	n, err := f.w.Write(p)
-	if fl, ok := f.w.(http.Flusher); ok {
-		fl.Flush()
-	}
-	return n, err
-}
-
-// writeLog copies the decoded log in f to w: the last opts.tail lines,
-// then, when following, what is appended (across rotations of lf.Path)
-// until the container stops or ctx ends, looking every followPoll of the
-// server's clock. It closes f.
-func (s *Server) writeLog(ctx context.Context, w io.Writer, f *os.File, lf LogFile, opts logOptions) error {
-	defer func() { _ = f.Close() }()
-	if opts.tail >= 0 {
-		if err := seekTail(f, opts.tail); err != nil {
-			return err
-		}
-	}
-	rd := bufio.NewReaderSize(f, 64<<10)
-	var partial []byte
-	for {
-		line, err := rd.ReadBytes('\n')
-		if err == nil {
-			if werr := writeLine(w, line, opts, &partial); werr != nil {
-				return werr
-			}
-			continue
-		}
-		if !errors.Is(err, io.EOF) {
-			return err
-		}
-		// At the end: an incomplete last line is read again later.
-		if len(line) > 0 {
-			if _, serr := f.Seek(-int64(len(line)), io.SeekCurrent); serr != nil {
-				return serr
-			}
-			rd.Reset(f)
-		}
-		if !opts.follow || (lf.Running != nil && !lf.Running()) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.cfg.Clock.After(followPoll):
-		}
-		if rotated(f, lf.Path) {
-			nf, err := os.Open(lf.Path)
-			if err != nil {
-				continue // being replaced; try again
-			}
-			// What the old file got before it was rotated away comes
-			// first.
-			rest, err := io.ReadAll(rd)
-			if err == nil {
-				_, err = crilogSink{w: w, opts: opts, partial: &partial}.Write(rest)
-			}
-			_ = f.Close()
-			f = nf
-			rd.Reset(f)
-			if err != nil {
-				return err
-			}
-		}
+	err = containerlogs.Read(r.Context(), s.cfg.Clock, containerlogs.Source(lf), q.opts, sinks)
+	switch {
+	case err == nil || r.Context().Err() != nil:
+	case !out.started:
+		http.Error(w, fmt.Sprintf("log of container %q: %v", container, err), http.StatusBadRequest)
+	default:
+		// The status line is sent: the client sees a short read.
+		klog.FromContext(r.Context()).Info("Reading a container log failed", "container", container, "path", lf.Path, "err", err)
 	}
 }
 
-// rotated reports whether path no longer names the open file (the log was
-// rotated, or the container's log reopened).
-func rotated(f *os.File, path string) bool {
-	a, err1 := f.Stat()
-	b, err2 := os.Stat(path)
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return !os.SameFile(a, b)
+// logResponse writes the log to the client through a buffer of its own,
+// which Flush (called whenever the read catches up with the file) passes
+// on, so that a follower sees lines as they come. The headers go with the
+// first write, so that an error before it can still be an error status.
+type logResponse struct {
+	w       http.ResponseWriter
+	buf     *bufio.Writer
+	started bool
 }
 
-// crilogSink decodes whole lines written to it.
-type crilogSink struct {
-	w       io.Writer
-	opts    logOptions
-	partial *[]byte
+var _ io.Writer = (*logResponse)(nil)
+
+func newLogResponse(w http.ResponseWriter) *logResponse {
+	return &logResponse{w: w, buf: bufio.NewWriterSize(w, 32<<10)}
 }
 
-func (c crilogSink) Write(p []byte) (int, error) {
-	for _, line := range bytes.SplitAfter(p, []byte{'\n'}) {
-		if len(line) > 0 {
-			if err := writeLine(c.w, line, c.opts, c.partial); err != nil {
-				return 0, err
-			}
-		}
+func (l *logResponse) start() {
+	if !l.started {
+		l.started = true
+		l.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		l.w.WriteHeader(http.StatusOK)
 	}
-	return len(p), nil
 }
 
-// writeLine decodes one CRI log line, "<RFC3339Nano> <stream> <P|F> <text>",
-// and writes its text; partial ("P") lines are joined with what follows.
-func writeLine(w io.Writer, line []byte, opts logOptions, partial *[]byte) error {
-	ts, rest, ok := bytes.Cut(line, []byte{' '})
-	if !ok {
-		return nil // not a CRI line
-	}
-	_, rest, ok = bytes.Cut(rest, []byte{' '}) // stream
-	if !ok {
-		return nil
-	}
-	tag, text, ok := bytes.Cut(rest, []byte{' '})
-	if !ok {
-		return nil
-	}
-	if !opts.since.IsZero() {
-		if t, err := time.Parse(time.RFC3339Nano, string(ts)); err == nil && t.Before(opts.since) {
-			return nil
-		}
-	}
-	if bytes.Equal(tag, []byte("P")) {
-		*partial = append(*partial, bytes.TrimSuffix(text, []byte{'\n'})...)
-		return nil
-	}
-	if len(*partial) > 0 {
-		text = append(*partial, text...)
-		*partial = (*partial)[:0]
-	}
-	if opts.timestamps {
-		if _, err := w.Write(append(append(ts, ' '), text...)); err != nil {
-			return err
-		}
-		return nil
-	}
-	_, err := w.Write(text)
-	return err
+func (l *logResponse) Write(p []byte) (int, error) {
+	l.start()
+	return l.buf.Write(p)
 }
 
-// seekTail positions f at the start of its last n lines.
-func seekTail(f *os.File, n int) error {
-	st, err := f.Stat()
-	if err != nil {
+// Flush sends what is buffered to the client.
+func (l *logResponse) Flush() error {
+	if err := l.buf.Flush(); err != nil {
 		return err
 	}
-	end := st.Size()
-	if n == 0 {
-		_, err := f.Seek(end, io.SeekStart)
-		return err
-	}
-	const chunk = 32 << 10
-	lines := 0
-	buf := make([]byte, chunk)
-	for pos := end; pos > 0; {
-		size := int64(chunk)
-		if pos < size {
-			size = pos
-		}
-		pos -= size
-		if _, err := f.ReadAt(buf[:size], pos); err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		for i := size - 1; i >= 0; i-- {
-			if buf[i] != '\n' || pos+i == end-1 {
-				continue
-			}
-			lines++
-			if lines == n {
-				_, err := f.Seek(pos+i+1, io.SeekStart)
-				return err
-			}
+	if l.started {
+		if fl, ok := l.w.(http.Flusher); ok {
+			fl.Flush()
 		}
 	}
-	_, err = f.Seek(0, io.SeekStart)
-	return err
-}
-
-var errLimit = errors.New("limitBytes reached")
-
-// limitWriter writes at most left bytes, then fails with errLimit.
-type limitWriter struct {
-	w    io.Writer
-	left int64
-}
-
-func (l *limitWriter) Write(p []byte) (int, error) {
-	if l.left <= 0 {
-		return 0, errLimit
-	}
-	if int64(len(p)) > l.left {
-		n, err := l.w.Write(p[:l.left])
-		l.left -= int64(n)
-		if err == nil {
-			err = errLimit
-		}
-		return n, err
-	}
-	n, err := l.w.Write(p)
-	l.left -= int64(n)
-	return n, err
+	return nil
 }

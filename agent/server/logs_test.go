@@ -14,6 +14,8 @@ import (
 	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/agent/containerlogs"
 )
 
 // fakeLogs serves one container's log file.
@@ -53,7 +55,7 @@ func logServer(t *testing.T) (*httptest.Server, *fakeLogs, *testingclock.FakeClo
 		t.Fatal(err)
 	}
 	clk := testingclock.NewFakeClock(logNow)
-	s := &Server{cfg: Config{Logs: f, Clock: clk}}
+	s := &Server{cfg: Config{Logs: f, Clock: clk, SplitLogStreams: true}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLog)
 	srv := httptest.NewServer(mux)
@@ -81,15 +83,31 @@ func TestContainerLogs(t *testing.T) {
 	}{
 		{"", "one\ntwo\nthree\n", 200},
 		{"?tailLines=1", "three\n", 200},
-		{"?tailLines=2", "o\nthree\n", 200}, // the tail cuts a joined line, as the kubelet's does
+		{"?tailLines=2", "two\nthree\n", 200}, // a line split into partial entries is one line
 		{"?tailLines=0", "", 200},
+		{"?tail=1", "three\n", 200}, // the old name
+		{"?tail=all", "one\ntwo\nthree\n", 200},
 		{"?timestamps=true&tailLines=1", "2026-11-21T10:00:02.000000000Z three\n", 200},
+		{"?timestamps=false", "one\ntwo\nthree\n", 200},
+		{"?timestamps", "2026-11-21T10:00:00.000000001Z one\n2026-11-21T10:00:01.000000000Z two\n2026-11-21T10:00:02.000000000Z three\n", 200},
 		{"?sinceTime=2026-11-21T10:00:01Z", "two\nthree\n", 200},
 		{"?sinceSeconds=1", "two\nthree\n", 200}, // since 10:00:00.2 by the server's clock
 		{"?sinceSeconds=2", "one\ntwo\nthree\n", 200},
 		{"?limitBytes=5", "one\nt", 200},
 		{"?previous=true", "before\n", 200},
+		{"?previous=0", "one\ntwo\nthree\n", 200},
+		{"?stream=Stdout", "one\nthree\n", 200},
+		{"?stream=Stderr", "two\n", 200},
+		{"?stream=All&tailLines=1", "three\n", 200},
+		{"?insecureSkipTLSVerifyBackend=true&container=x", "one\ntwo\nthree\n", 200},
 		{"?tailLines=x", "query parameter tailLines", 400},
+		{"?sinceTime=yesterday", "query parameter sinceTime", 400},
+		{"?tailLines=-1", "tailLines: must be greater than or equal to 0", 422},
+		{"?limitBytes=0", "limitBytes: must be greater than 0", 422},
+		{"?sinceSeconds=0", "sinceSeconds: must be greater than 0", 422},
+		{"?sinceSeconds=1&sinceTime=2026-11-21T10:00:01Z", "at most one of sinceTime or sinceSeconds", 422},
+		{"?stream=Stdout&tailLines=1", "mutually exclusive", 422},
+		{"?stream=stdout", "not one of All, Stdout, Stderr", 422},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -101,6 +119,28 @@ func TestContainerLogs(t *testing.T) {
 	}
 	if got, code := getLog(t, srv, "/containerLogs/default/web/nope"); code != http.StatusNotFound || !strings.Contains(got, `"nope"`) {
 		t.Errorf("unknown container: HTTP %d %q", code, got)
+	}
+}
+
+// Without the PodLogsQuerySplitStreams gate a stream other than All is
+// refused, as the kubelet refuses it.
+func TestContainerLogsStreamNeedsGate(t *testing.T) {
+	srv, _, _ := logServer(t)
+	srv.Config.Handler.(*http.ServeMux).HandleFunc("GET /nogate/{namespace}/{pod}/{container}", (&Server{cfg: Config{Logs: &fakeLogs{}, Clock: testingclock.NewFakeClock(logNow)}}).containerLog)
+	if got, code := getLog(t, srv, "/nogate/default/web/app?stream=Stderr"); code != http.StatusBadRequest || !strings.Contains(got, "PodLogsQuerySplitStreams") {
+		t.Errorf("HTTP %d %q", code, got)
+	}
+}
+
+// A log file that is gone is a 400 naming the container, before any
+// output.
+func TestContainerLogsMissingFile(t *testing.T) {
+	srv, f, _ := logServer(t)
+	if err := os.Remove(f.path); err != nil {
+		t.Fatal(err)
+	}
+	if got, code := getLog(t, srv, "/containerLogs/default/web/app"); code != http.StatusBadRequest || !strings.Contains(got, `"app"`) {
+		t.Errorf("HTTP %d %q", code, got)
 	}
 }
 
@@ -135,7 +175,7 @@ func TestContainerLogsFollow(t *testing.T) {
 	// step lets the follower look again once it waits on the clock.
 	step := func() {
 		if clk.HasWaiters() {
-			clk.Step(followPoll)
+			clk.Step(containerlogs.FollowPoll)
 		}
 	}
 	expect := func(want string) {

@@ -86,7 +86,8 @@ type Config struct {
 	Logs containerLogs
 	// Running backs /runningpods/.
 	Running runningPods
-	// Stats returns what serves /stats/summary and /metrics/cadvisor, or
+	// Stats returns what serves /stats/summary, /metrics/cadvisor and
+	// /metrics/resource, or
 	// nil while there is nothing yet (the container runtime has not
 	// answered): they answer 503 then. Nil Stats leaves them out (404).
 	Stats func() Stats
@@ -95,6 +96,13 @@ type Config struct {
 	Clock clock.Clock
 	// Stream backs /exec, /attach, /portForward and /run (stream.go).
 	Stream StreamConfig
+
+	// m18 (observability.go, logs.go).
+	// ProbeMetrics serves /metrics/probes.
+	ProbeMetrics http.Handler
+	// SplitLogStreams honours /containerLogs' stream parameter, as the
+	// kubelet's PodLogsQuerySplitStreams feature gate.
+	SplitLogStreams bool
 }
 
 // Server serves the endpoints on the kubelet port, the read-only port,
@@ -236,18 +244,10 @@ var debuggingDisabled = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Req
 func (s *Server) register(r *routes) {
 	r.handleFunc(exposeReadOnly, "GET /pods", s.pods)
 	r.handleFunc(exposeReadOnly, "GET /healthz", s.healthz)
-	if s.cfg.Metrics != nil {
-		r.handle(exposeReadOnly, "GET /metrics", s.cfg.Metrics)
-	}
-	if s.cfg.Stats != nil {
-		r.handle(exposeReadOnly, "GET /stats/summary", s.stats(Stats.SummaryHandler))
-		r.handle(exposeReadOnly, "GET /metrics/cadvisor", s.stats(Stats.CadvisorHandler))
-	}
 	// minikubelet's own: a refused manifest's error may quote the file.
 	r.handleFunc(exposeAuthenticated, "GET /manifests/errors", s.manifestErrors)
 	r.handleFunc(exposeDebugging, "GET /runningpods/", s.runningPods)
 	r.handleFunc(exposeDebugging, "GET /configz", s.configz)
-	r.handleFunc(exposeDebugging, "GET /containerLogs/{namespace}/{pod}/{container}", s.containerLog)
 	// Profiling, as the kubelet serves it (its enableProfilingHandler).
 	r.handleFunc(exposeDebugging, "GET /debug/pprof/", pprof.Index)
 	r.handleFunc(exposeDebugging, "GET /debug/pprof/cmdline", pprof.Cmdline)
@@ -255,6 +255,7 @@ func (s *Server) register(r *routes) {
 	r.handleFunc(exposeDebugging, "GET /debug/pprof/symbol", pprof.Symbol)
 	r.handleFunc(exposeDebugging, "POST /debug/pprof/symbol", pprof.Symbol)
 	r.handleFunc(exposeDebugging, "GET /debug/pprof/trace", pprof.Trace)
+	s.observabilityRoutes(r)
 	s.streamingRoutes(r)
 }
 

@@ -146,11 +146,17 @@ func (fakeStats) CadvisorHandler() http.Handler {
 	})
 }
 
+func (fakeStats) ResourceHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("node_cpu_usage_seconds_total 1 1700000000000\n"))
+	})
+}
+
 // Until there are stats to serve (the runtime has not answered), the
 // stats endpoints answer 503; without Stats they are not served.
 func TestStatsUnavailable(t *testing.T) {
 	ts := serve(t, Config{ReadOnlyPort: -1, Pods: fakePods{}, Stats: func() Stats { return nil }}, nil)
-	for _, path := range []string{"/stats/summary", "/metrics/cadvisor"} {
+	for _, path := range []string{"/stats/summary", "/metrics/cadvisor", "/metrics/resource"} {
 		if code, body := plain().get(t, ts.readOnly+path); code != http.StatusServiceUnavailable || !strings.Contains(body, "container runtime") {
 			t.Errorf("%s before the runtime answered: %d %q, want 503 saying why", path, code, body)
 		}
@@ -176,6 +182,7 @@ func TestEndpoints(t *testing.T) {
 		}}},
 		ManifestErrors: fakeErrors{{Source: "file", Origin: "/m/bad.yaml", Err: errors.New(`spec.containers[0].image: Required value`)}},
 		Metrics:        http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("metric 1\n")) }),
+		ProbeMetrics:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("prober_probe_total 1\n")) }),
 		Stats:          func() Stats { return fakeStats{} },
 		Configz:        map[string]string{"address": "127.0.0.1"},
 	}
@@ -232,6 +239,16 @@ func TestEndpoints(t *testing.T) {
 		}},
 		{"cadvisor metrics", plain(), ro + "/metrics/cadvisor", 200, func(t *testing.T, body string) {
 			if !strings.HasPrefix(body, "container_cpu_usage_seconds_total") {
+				t.Errorf("body %q", body)
+			}
+		}},
+		{"resource metrics", plain(), ro + "/metrics/resource", 200, func(t *testing.T, body string) {
+			if !strings.HasPrefix(body, "node_cpu_usage_seconds_total") {
+				t.Errorf("body %q", body)
+			}
+		}},
+		{"probe metrics", plain(), ro + "/metrics/probes", 200, func(t *testing.T, body string) {
+			if body != "prober_probe_total 1\n" {
 				t.Errorf("body %q", body)
 			}
 		}},

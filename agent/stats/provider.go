@@ -85,6 +85,8 @@ type Config struct {
 	// available memory).
 	MachineCores  int
 	MachineMemory uint64
+	// Fs locates the filesystems of the Summary's fs figures.
+	Fs FsConfig
 }
 
 // Provider reads the node's and the pods' usage from cgroups and procfs

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -203,7 +204,12 @@ func TestSnapshotMaxAge(t *testing.T) {
 
 func scrape(t *testing.T, p *Provider) string {
 	t.Helper()
-	srv := httptest.NewServer(p.CadvisorHandler())
+	return get(t, p.CadvisorHandler())
+}
+
+func get(t *testing.T, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	resp, err := srv.Client().Get(srv.URL)
 	if err != nil {
@@ -302,5 +308,41 @@ func TestReadNetDevMalformed(t *testing.T) {
 	}
 	if _, err := readNetDev(p); err == nil {
 		t.Errorf("a short line parsed")
+	}
+}
+
+// /metrics/resource has what metrics-server reads, each sample stamped
+// with the time of the snapshot (milliseconds), and the start times.
+func TestResourceMetrics(t *testing.T) {
+	p, _, _ := testProvider(t)
+	body := get(t, p.ResourceHandler())
+	const at = " 1700001000000" // the fake clock
+	for _, want := range []string{
+		"# TYPE node_cpu_usage_seconds_total counter",
+		"node_cpu_usage_seconds_total 9" + at,
+		"node_memory_working_set_bytes 2.147483648e+09" + at,
+		`container_cpu_usage_seconds_total{container="c",namespace="ns",pod="p"} 3` + at,
+		`container_memory_working_set_bytes{container="c",namespace="ns",pod="p"} 150` + at,
+		`container_start_time_seconds{container="c",namespace="ns",pod="p"} 1.7000006e+09` + "\n",
+		`pod_cpu_usage_seconds_total{namespace="ns",pod="p"} 4` + at,
+		`pod_memory_working_set_bytes{namespace="ns",pod="p"} 200` + at,
+		"scrape_error 0",
+		"resource_scrape_error 0",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	if strings.Contains(body, `container="gone"`) {
+		t.Errorf("a container whose cgroup is gone has series")
+	}
+	if t.Failed() {
+		t.Logf("body:\n%s", body)
+	}
+
+	p, cg, _ := testProvider(t)
+	cg.fail = map[string]error{"/kubepods/podu/cid": errors.New("permission denied")}
+	if body := get(t, p.ResourceHandler()); !strings.Contains(body, "resource_scrape_error 1") {
+		t.Errorf("a failed read does not set resource_scrape_error:\n%s", body)
 	}
 }

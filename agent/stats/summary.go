@@ -16,10 +16,19 @@ import (
 const defaultInterface = "eth0"
 
 // Summary returns the node's and its pods' usage in the kubelet's Summary
-// API shape. With onlyCPUAndMemory it leaves out network and process
-// figures, as the kubelet's ?only_cpu_and_memory=true does.
+// API shape. With onlyCPUAndMemory it leaves out network, process and
+// filesystem figures, as the kubelet's ?only_cpu_and_memory=true does.
 func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) *statsapi.Summary {
 	snap := p.snapshot(ctx)
+	s := p.summaryOf(snap, onlyCPUAndMemory)
+	if !onlyCPUAndMemory {
+		p.addFs(ctx, s, snap)
+	}
+	return s
+}
+
+// summaryOf builds the summary of one snapshot.
+func (p *Provider) summaryOf(snap *snapshot, onlyCPUAndMemory bool) *statsapi.Summary {
 	t := metav1.NewTime(snap.at)
 	out := &statsapi.Summary{
 		Node: statsapi.NodeStats{NodeName: p.cfg.NodeName, StartTime: metav1.NewTime(p.bootTime)},

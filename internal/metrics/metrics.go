@@ -15,13 +15,18 @@ import (
 // All fields are safe for concurrent use.
 type Metrics struct {
 	registry *prometheus.Registry
+	*kubeletMetrics
+	// Probes are /metrics/probes' metrics, in a registry of their own.
+	Probes *Probes
 
 	// ManifestErrors counts manifests refused, by source, once per
 	// distinct refusal (a bad file counts again when it changes).
 	ManifestErrors *prometheus.CounterVec
-	// PLEGRelistDuration observes each successful relist.
+	// PLEGRelistDuration observes each successful relist (ObserveRelist),
+	// as the kubelet's kubelet_pleg_relist_duration_seconds.
 	PLEGRelistDuration prometheus.Histogram
-	// EventedPLEGConnectionErrors counts failed or broken event streams.
+	// EventedPLEGConnectionErrors counts failed or broken event streams,
+	// as the kubelet's kubelet_evented_pleg_connection_error_count.
 	EventedPLEGConnectionErrors prometheus.Counter
 	// ProbeTotal counts probe runs by probe_type (Liveness, Readiness,
 	// Startup) and result (successful, failed, unknown), as the kubelet's
@@ -79,22 +84,25 @@ func (m *Metrics) RegisterPLEG(p PLEGState) {
 }
 
 // New returns Metrics registered in a new registry, with the Go runtime
-// and process collectors.
+// and process collectors. RegisterNodeName, RegisterRunning and
+// RegisterPLEG add the metrics read at scrape time.
 func New() *Metrics {
 	m := &Metrics{
-		registry: prometheus.NewRegistry(),
+		registry:       prometheus.NewRegistry(),
+		kubeletMetrics: newKubeletMetrics(),
+		Probes:         NewProbes(),
 		ManifestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "minikubelet_manifest_errors_total",
 			Help: "Pod manifests refused (decode or validation errors, conflicts), by source, counted once per distinct refusal.",
 		}, []string{"source"}),
 		PLEGRelistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "minikubelet_pleg_relist_duration_seconds",
-			Help:    "Duration of a successful PLEG relist.",
-			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
+			Name:    "kubelet_pleg_relist_duration_seconds",
+			Help:    "Duration in seconds for relisting pods in PLEG.",
+			Buckets: prometheus.DefBuckets,
 		}),
 		EventedPLEGConnectionErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "minikubelet_evented_pleg_connection_errors_total",
-			Help: "Failed or broken CRI container event streams.",
+			Name: "kubelet_evented_pleg_connection_error_count",
+			Help: "The number of errors encountered during the establishment of streaming connection with the CRI runtime.",
 		}),
 		ProbeTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "minikubelet_prober_probe_total",
@@ -106,8 +114,8 @@ func New() *Metrics {
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 		}, []string{"probe_type"}),
 		ImageGarbageCollected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "minikubelet_image_garbage_collected_total",
-			Help: "Images removed by image garbage collection, by reason (space: the image filesystem was over --image-gc-high-threshold).",
+			Name: "kubelet_image_garbage_collected_total",
+			Help: "Total number of images garbage collected by the kubelet, whether through disk usage (reason space: the image filesystem was over --image-gc-high-threshold) or image age.",
 		}, []string{"reason"}),
 	}
 	m.registry.MustRegister(
@@ -120,6 +128,7 @@ func New() *Metrics {
 		m.ProbeDuration,
 		m.ImageGarbageCollected,
 	)
+	m.registry.MustRegister(m.collectors()...)
 	return m
 }
 
@@ -131,13 +140,6 @@ func (m *Metrics) Handler() http.Handler {
 // ObserveProbe records one probe run of type probeType (Liveness,
 // Readiness, Startup) with its result.
 func (m *Metrics) ObserveProbe(probeType string, r probe.Result, d time.Duration) {
-	result := "unknown"
-	switch r {
-	case probe.Success:
-		result = "successful"
-	case probe.Failure:
-		result = "failed"
-	}
-	m.ProbeTotal.WithLabelValues(probeType, result).Inc()
+	m.ProbeTotal.WithLabelValues(probeType, probeResult(r)).Inc()
 	m.ProbeDuration.WithLabelValues(probeType).Observe(d.Seconds())
 }

@@ -104,7 +104,7 @@ spec:
 		// Every removal counts (the bed may hold more images than these).
 		removed := a.countLogLines("Removed unused image")
 		body, _, err := a.get(a.port, "/metrics")
-		if want := fmt.Sprintf(`minikubelet_image_garbage_collected_total{reason="space"} %d`, removed); err != nil || removed < 2 || !strings.Contains(body, want) {
+		if want := fmt.Sprintf(`kubelet_image_garbage_collected_total{reason="space"} %d`, removed); err != nil || removed < 2 || !strings.Contains(body, want) {
 			t.Errorf("/metrics: want %q (at least 2); err %v; got %s", want, err, grepLines(body, "image_garbage"))
 		}
 	})

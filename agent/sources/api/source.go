@@ -148,7 +148,7 @@ func (s *Source) snapshot() (sources.Update, string) {
 	keys := make([]string, 0, len(objs))
 	for _, o := range objs {
 		p, ok := o.(*v1.Pod)
-		if !ok || !Runnable(p) {
+		if !ok || isMirror(p) {
 			continue
 		}
 		live[p.UID] = true
@@ -176,13 +176,14 @@ func (s *Source) snapshot() (sources.Update, string) {
 	return sources.Update{Source: sources.API, Pods: pods}, strings.Join(keys, ",")
 }
 
-// Runnable reports whether the node runs p: it is not a mirror pod and
-// not in a terminal phase.
-func Runnable(p *v1.Pod) bool {
-	if _, mirror := p.Annotations[manifest.AnnotationMirror]; mirror {
-		return false
-	}
-	return p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
+// isMirror reports whether p is a mirror pod, which stands for a static
+// pod and is not run. Pods in a terminal phase are the node's pods: as the
+// kubelet keeps them, their last containers and logs stay (kubectl logs
+// reads them) until the pod is deleted; the pod workers never start them
+// again.
+func isMirror(p *v1.Pod) bool {
+	_, mirror := p.Annotations[manifest.AnnotationMirror]
+	return mirror
 }
 
 // PodByUID returns the API's pod of that UID from the informer's cache, a

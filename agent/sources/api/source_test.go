@@ -47,10 +47,12 @@ func TestSourceSnapshot(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no snapshot")
 	}
-	if u.Source != sources.API || u.Incomplete || len(u.Pods) != 1 || u.Pods[0].Name != "run" {
-		t.Fatalf("snapshot = %+v, want only pod run", u)
+	// Sorted by UID; the finished pod stays the node's, the mirror pod is
+	// not.
+	if u.Source != sources.API || u.Incomplete || len(u.Pods) != 2 || u.Pods[0].Name != "done" || u.Pods[1].Name != "run" {
+		t.Fatalf("snapshot = %+v, want pods done and run", u)
 	}
-	if a := u.Pods[0].Annotations; a[manifest.AnnotationConfigSource] != sources.API || a[manifest.AnnotationConfigSeen] == "" {
+	if a := u.Pods[1].Annotations; a[manifest.AnnotationConfigSource] != sources.API || a[manifest.AnnotationConfigSeen] == "" {
 		t.Errorf("annotations = %v", a)
 	}
 	if _, ok := s.PodByUID("uid-mirror"); !ok {
@@ -68,8 +70,8 @@ func TestSourceSnapshot(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no second snapshot")
 	}
-	if len(u.Pods) != 2 {
-		t.Errorf("second snapshot has %d pods, want 2", len(u.Pods))
+	if len(u.Pods) != 3 {
+		t.Errorf("second snapshot has %d pods, want 3", len(u.Pods))
 	}
 	cancel()
 	<-done
