@@ -23,6 +23,7 @@ import (
 // own failures, not as everybody's.
 const (
 	corednsUser   = "system:coredns"
+	nodeListRole  = "minikubelet-test:nodes-list-configmaps-and-secrets"
 	managedBy     = "minikubelet-test-cluster"
 	addonsTimeout = 2 * time.Minute
 )
@@ -55,6 +56,21 @@ func (c *Cluster) createAddonObjects(ctx context.Context, client kubernetes.Inte
 			rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "system:bootstrappers"}},
 		{"kubeadm:kubelet-bootstrap", "system:node-bootstrapper",
 			rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "system:bootstrappers"}},
+	}
+	if c.opts.NodeListsObjects {
+		list := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: nodeListRole},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"list", "watch"}},
+			},
+		}
+		if _, err := rbac.ClusterRoles().Create(ctx, list, metav1.CreateOptions{}); ignoreExists(err) != nil {
+			return fmt.Errorf("create ClusterRole %s: %w", list.Name, err)
+		}
+		bindings = append(bindings, struct {
+			name, role string
+			subject    rbacv1.Subject
+		}{nodeListRole, nodeListRole, rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "system:nodes"}})
 	}
 	for _, b := range bindings {
 		crb := &rbacv1.ClusterRoleBinding{

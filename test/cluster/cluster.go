@@ -42,6 +42,8 @@ const (
 	DNSDomain = "cluster.local"
 	// DefaultNodeName is the Node's name unless Options.NodeName says.
 	DefaultNodeName = "mk-node-1"
+	// KubeletPort is the node's kubelet port on the host IP.
+	KubeletPort = 10250
 	// DefaultRuntime is the bed runtime the node runs on.
 	DefaultRuntime = "containerd-2.1"
 )
@@ -71,6 +73,12 @@ type Options struct {
 	// reports; the host's primary IPv4 address if nil. It must not be a
 	// loopback address: pods reach the apiserver and CoreDNS through it.
 	HostIP net.IP
+	// NodeListsObjects binds a ClusterRole that lets system:nodes list and
+	// watch configMaps and secrets in every namespace, which the Node
+	// authorizer denies a production node. minikubelet's per-namespace
+	// informers need it today; it is off unless a run asks, to see what
+	// fails behind that.
+	NodeListsObjects bool
 	// LogDir, if set, receives a copy of every component's log when the
 	// cluster stops.
 	LogDir string

@@ -78,8 +78,8 @@ func (c *Cluster) writeFiles() error {
 	return nil
 }
 
-// pickPorts chooses free ports: the apiserver's, CoreDNS's and the
-// node's on the host IP, the rest on loopback.
+// pickPorts chooses free ports: the apiserver's and CoreDNS's on the host
+// IP, the rest on loopback; the node's kubelet port is KubeletPort.
 func (c *Cluster) pickPorts() error {
 	lo := net.ParseIP("127.0.0.1")
 	p := &c.ports
@@ -88,7 +88,7 @@ func (c *Cluster) pickPorts() error {
 		port *int
 		ip   net.IP
 	}{
-		{&p.api, c.hostIP}, {&p.kubelet, c.hostIP},
+		{&p.api, c.hostIP},
 		{&p.etcd, lo}, {&p.etcdPeer, lo}, {&p.dnsReady, lo},
 		{&p.proxyHealthz, lo}, {&p.proxyMetrics, lo}, {&p.agentHealthz, lo}, {&p.agentReadOnly, lo},
 	} {
@@ -97,7 +97,18 @@ func (c *Cluster) pickPorts() error {
 		}
 	}
 	p.dns, err = freeUDPAndTCPPort(c.hostIP)
-	return err
+	if err != nil {
+		return err
+	}
+	// The kubelet port is the well-known one: parts of the e2e framework
+	// reach the node through the apiserver's node proxy on 10250, not on
+	// the port the Node reports.
+	p.kubelet = KubeletPort
+	l, err := net.Listen("tcp", hostAddr(c.hostIP, KubeletPort))
+	if err != nil {
+		return fmt.Errorf("the kubelet port %d is taken on %s (is a kubelet running?): %w", KubeletPort, c.hostIP, err)
+	}
+	return l.Close()
 }
 
 // writeKubeconfig writes a kubeconfig for a client certificate.

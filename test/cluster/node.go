@@ -117,6 +117,9 @@ func (c *Cluster) StopAgent() { c.agent.stop() }
 func (c *Cluster) agentCommand() (string, []string, error) {
 	dir := c.nodeDir()
 	if c.opts.Agent == Kubelet {
+		if err := makeCgroup(c.ctr.CgroupParent()); err != nil {
+			return "", nil, err
+		}
 		cfg, err := c.writeKubeletConfig()
 		if err != nil {
 			return "", nil, err
@@ -186,4 +189,26 @@ func (c *Cluster) writeKubeletConfig() (string, error) {
 	path := filepath.Join(c.dir, "kubelet.yaml")
 	c.files.kubeletConfig = path
 	return path, writeFile(path, data)
+}
+
+// cgroupMounts is where the cgroup hierarchies are mounted.
+const cgroupMounts = "/sys/fs/cgroup"
+
+// makeCgroup creates the cgroup path in every hierarchy mounted under
+// /sys/fs/cgroup (v1 controllers and the v2 one): the kubelet refuses a
+// cgroupRoot that does not exist. The bed's teardown removes it.
+func makeCgroup(path string) error {
+	entries, err := os.ReadDir(cgroupMounts)
+	if err != nil {
+		return fmt.Errorf("list cgroup hierarchies: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Join(cgroupMounts, e.Name(), path), 0o755); err != nil {
+			return fmt.Errorf("create cgroup %s: %w", path, err)
+		}
+	}
+	return nil
 }
