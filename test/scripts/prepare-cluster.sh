@@ -8,7 +8,8 @@
 #   1. installs iptables (kube-proxy's iptables mode) when it is missing;
 #   2. builds kube-controller-manager, kube-scheduler, kube-proxy, kubelet
 #      and the ginkgo CLI in one `go build`, e2e.test with `go test -c`
-#      and agnhost (static, CGO_ENABLED=0, for images without a libc) at
+#      and agnhost and nonewprivs (static, CGO_ENABLED=0, for images
+#      without a libc) at
 #      $KUBE_VERSION through a throwaway module that pins every staging
 #      module (as prepare.sh does for kube-apiserver, with the same flags,
 #      so the Go build cache is shared) into
@@ -42,17 +43,21 @@ KUBE_STAGING=(api apiextensions-apiserver apimachinery apiserver cli-runtime cli
 # the last path element (ginkgo's is the CLI that runs e2e.test in parallel).
 KUBE_MAINS=(k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
 	k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubelet github.com/onsi/ginkgo/v2/ginkgo)
-# agnhost runs inside images without a libc: it is built apart, static.
-AGNHOST=k8s.io/kubernetes/test/images/agnhost
-PACKAGES=(iptables)
+# agnhost and nonewprivs run inside images without a libc: they are built
+# apart, static.
+STATIC_MAINS=(k8s.io/kubernetes/test/images/agnhost k8s.io/kubernetes/test/images/nonewprivs)
+# bash-static is the busybox stand-in's sh (see build_images).
+PACKAGES=(iptables bash-static)
 # The e2e suite's images (test/utils/image/manifest.go of $KUBE_VERSION)
 # that the tests in scope run; the stand-ins are imported under these names.
 E2E_REGISTRY=registry.k8s.io/e2e-test-images
 AGNHOST_REFS=("$E2E_REGISTRY/agnhost:2.63.0" "$E2E_REGISTRY/agnhost:2.55")
 BUSYBOX_REF="$E2E_REGISTRY/busybox:1.37.0-1"
 NGINX_REF="$E2E_REGISTRY/nginx:1.15-4"
+NONEWPRIVS_REF="$E2E_REGISTRY/nonewprivs:1.4"
 PAUSE_REF=registry.k8s.io/pause:3.10.2
 BUSYBOX_BIN=/bin/busybox
+BASH_STATIC=/bin/bash-static
 IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 CACHE=${MINIKUBELET_CACHE:-/var/cache/minikubelet}
@@ -100,7 +105,7 @@ install_packages() {
 
 # kube_stamp names what the kube build is made of.
 kube_stamp() {
-	echo "$KUBE_VERSION ${KUBE_MAINS[*]} $AGNHOST e2e.test $("$GO" env GOVERSION)"
+	echo "$KUBE_VERSION ${KUBE_MAINS[*]} ${STATIC_MAINS[*]} e2e.test $("$GO" env GOVERSION)"
 }
 
 # build_kube builds KUBE_MAINS and e2e.test (see the header).
@@ -133,7 +138,7 @@ build_kube() {
 		echo "package tools"
 		echo
 		echo "import ("
-		for m in "${KUBE_MAINS[@]}" "$AGNHOST" k8s.io/kubernetes/test/e2e; do
+		for m in "${KUBE_MAINS[@]}" "${STATIC_MAINS[@]}" k8s.io/kubernetes/test/e2e; do
 			echo "	_ \"$m\""
 		done
 		echo ")"
@@ -157,11 +162,11 @@ build_kube() {
 		timed "resolve e2e test modules" "$GO" get -t "k8s.io/kubernetes/test/e2e@$KUBE_VERSION"
 		timed "go build ${KUBE_MAINS[*]##*/}" "$GO" build -trimpath -ldflags "-s -w $ld" -o "$tmp/bin/" "${KUBE_MAINS[@]}"
 		timed "go test -c e2e.test" "$GO" test -c -vet=off -trimpath -ldflags "-s -w $ld" -o "$tmp/bin/e2e.test" k8s.io/kubernetes/test/e2e
-		# As upstream builds it: static, for images with no libc (it then
-		# shares no compiled package with the cgo builds above).
-		timed "go build agnhost (static)" env CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w $ld" -o "$tmp/bin/agnhost" "$AGNHOST"
+		# As upstream builds them: static, for images with no libc (they
+		# then share no compiled package with the cgo builds above).
+		timed "go build ${STATIC_MAINS[*]##*/} (static)" env CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w $ld" -o "$tmp/bin/" "${STATIC_MAINS[@]}"
 	)
-	for m in "${KUBE_MAINS[@]##*/}" agnhost e2e.test; do
+	for m in "${KUBE_MAINS[@]##*/}" "${STATIC_MAINS[@]##*/}" e2e.test; do
 		[[ -x "$tmp/bin/$m" ]] || die "kube build produced no $m"
 	done
 	mkdir -p "$KUBE_DIR"
@@ -233,15 +238,17 @@ build_coredns() {
 images_stamp() {
 	{
 		(cd "$REPO" && find test/images/e2e test/images/mkimage test/images/pause -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
-		sha256sum "$BUSYBOX_BIN" "$SCRIPT" "$KUBE_DIR/bin/agnhost"
+		sha256sum "$BUSYBOX_BIN" "$BASH_STATIC" "$SCRIPT" "$KUBE_DIR/bin/agnhost" "$KUBE_DIR/bin/nonewprivs"
 		"$GO" env GOVERSION
 	} | sha256sum | cut -d' ' -f1
 }
 
 # build_images writes the stand-ins of the e2e suite's images: agnhost (the
-# built binary as entrypoint, busybox's applets, user 1000 in group 50000
-# as in the real image), busybox, pause (test/images/pause) and nginx
-# (busybox httpd on port 80).
+# built binary as entrypoint, busybox's applets, a curl that wraps wget,
+# user 1000 in group 50000 as in the real image), busybox (its applets,
+# Debian's static bash as sh), pause
+# (test/images/pause), nginx (busybox httpd on port 80) and nonewprivs (its
+# setuid-root program, as in the real image).
 build_images() {
 	local want
 	want=$(images_stamp)
@@ -256,24 +263,33 @@ build_images() {
 		CGO_ENABLED=0 "$GO" build -trimpath -ldflags='-s -w' -o "$tmp/pause" ./test/images/pause
 		"$GO" build -o "$tmp/mkimage" ./test/images/mkimage
 	)
-	local applets=() applet ref refs=()
+	local applets=() nosh=() applet ref refs=()
 	for applet in $("$BUSYBOX_BIN" --list); do
 		[[ "$applet" == busybox ]] || applets+=(-symlink "/bin/$applet=busybox")
+		[[ "$applet" == busybox || "$applet" == sh ]] || nosh+=(-symlink "/bin/$applet=busybox")
 	done
-	local base=(-file "/bin/busybox=$BUSYBOX_BIN:0755" -dir /etc:0755 -dir /root:0700 -dir /tmp:1777 -env "$IMAGE_PATH_ENV" "${applets[@]}")
+	local dirs=(-file "/bin/busybox=$BUSYBOX_BIN:0755" -dir /etc:0755 -dir /root:0700 -dir /tmp:1777 -env "$IMAGE_PATH_ENV")
+	local base=("${dirs[@]}" "${applets[@]}")
 	for ref in "${AGNHOST_REFS[@]}"; do refs+=(-ref "$ref"); done
 	"$tmp/mkimage" "${refs[@]}" -o "$IMAGES_DIR/agnhost.tar" "${base[@]}" \
-		-file "/agnhost=$KUBE_DIR/bin/agnhost:0755" -symlink /agnhost-2=agnhost \
+		-file "/agnhost=$KUBE_DIR/bin/agnhost:0755" -symlink /agnhost-2=agnhost -file "/usr/bin/curl=$e2e/curl:0755" \
 		-file "/etc/passwd=$e2e/agnhost-passwd:0644" -file "/etc/group=$e2e/agnhost-group:0644" \
 		-dir /home/user-defined-in-image:0755 -dir /uploads:0755 \
 		-entrypoint /agnhost -cmd pause
-	"$tmp/mkimage" -ref "$BUSYBOX_REF" -o "$IMAGES_DIR/busybox.tar" "${base[@]}" \
+	# The real image's sh (busybox 1.37) passes on environment variables
+	# whose names are not shell names ("data-1", which four specs set);
+	# Debian's busybox 1.35 drops them, bash keeps them: sh is bash here.
+	"$tmp/mkimage" -ref "$BUSYBOX_REF" -o "$IMAGES_DIR/busybox.tar" "${dirs[@]}" "${nosh[@]}" \
+		-file "/bin/bash=$BASH_STATIC:0755" -symlink /bin/sh=bash \
 		-file "/etc/passwd=$REPO/test/images/busybox/passwd:0644" -file "/etc/group=$REPO/test/images/busybox/group:0644" \
 		-cmd sh
 	"$tmp/mkimage" -ref "$NGINX_REF" -o "$IMAGES_DIR/nginx.tar" "${base[@]}" \
 		-file "/etc/passwd=$REPO/test/images/busybox/passwd:0644" -file "/etc/group=$REPO/test/images/busybox/group:0644" \
 		-file "/usr/share/nginx/html/index.html=$e2e/nginx-index.html:0644" \
 		-cmd httpd -cmd -f -cmd -p -cmd 80 -cmd -h -cmd /usr/share/nginx/html
+	"$tmp/mkimage" -ref "$NONEWPRIVS_REF" -o "$IMAGES_DIR/nonewprivs.tar" "${base[@]}" \
+		-file "/etc/passwd=$REPO/test/images/busybox/passwd:0644" -file "/etc/group=$REPO/test/images/busybox/group:0644" \
+		-file "/usr/local/bin/nnp=$KUBE_DIR/bin/nonewprivs:4755" -cmd nnp
 	"$tmp/mkimage" -ref "$PAUSE_REF" -o "$IMAGES_DIR/pause.tar" -file "/pause=$tmp/pause:0755" -entrypoint /pause
 	echo "$want" >"$IMAGES_DIR/.stamp"
 }
@@ -304,6 +320,7 @@ write_cluster() {
 		cat <<-EOF
 			    {"ref": "$BUSYBOX_REF", "tar": "$IMAGES_DIR/busybox.tar", "role": "e2e"},
 			    {"ref": "$NGINX_REF", "tar": "$IMAGES_DIR/nginx.tar", "role": "e2e"},
+			    {"ref": "$NONEWPRIVS_REF", "tar": "$IMAGES_DIR/nonewprivs.tar", "role": "e2e"},
 			    {"ref": "$PAUSE_REF", "tar": "$IMAGES_DIR/pause.tar", "role": "e2e"}
 			  ]
 			}
