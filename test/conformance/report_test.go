@@ -206,3 +206,31 @@ func TestNewReportNodeLists(t *testing.T) {
 		t.Errorf("summary lacks the node-lists count:\n%s", md.String())
 	}
 }
+
+// A report whose only minikubelet run let the node list says so in its
+// summary, its column and a paragraph naming the production gap.
+func TestReportMinikubeletRunMayList(t *testing.T) {
+	lists, err := ReadRun(writeRun(t, junitFixture, Meta{Agent: "minikubelet", NodeListsObjects: true, KubeVersion: "v1.36.3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := ReadRun(writeRun(t, junitFixture, Meta{Agent: "kubelet", KubeVersion: "v1.36.3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := NewReport(lists, nil, kube, nil, time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		"minikubelet (the node may list configMaps and secrets) passes 1 of 4, the kubelet 1 of 4",
+		"| | minikubelet (the node may list configMaps and secrets) | kubelet |",
+		"**This minikubelet run is not a production node's.**",
+		NodeListCause,
+	} {
+		if !strings.Contains(md.String(), s) {
+			t.Errorf("markdown lacks %q:\n%s", s, md.String())
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -40,4 +41,51 @@ func ReadSlice(path string) ([]string, error) {
 		errs = append(errs, fmt.Errorf("%s lists no spec", path))
 	}
 	return names, errors.Join(errs...)
+}
+
+// Area is the part of the suite a spec belongs to: its SIG tag and up to
+// three words of the name that follow, stopping at "should", "when",
+// "with" or a tag ("[sig-storage] Projected configMap", "[sig-node]
+// Kubelet", "[sig-node] Container Runtime blackbox").
+func Area(name string) string {
+	words := strings.Fields(name)
+	if len(words) == 0 {
+		return ""
+	}
+	area := words[:1]
+	for _, w := range words[1:] {
+		if len(area) == 4 || w == "should" || w == "when" || w == "with" || strings.HasPrefix(w, "[") {
+			break
+		}
+		area = append(area, w)
+	}
+	return strings.Join(area, " ")
+}
+
+// PickSlice chooses a CI slice from a run: per area (see Area) that has a
+// passing spec, the passing spec that took the least time, provided it
+// took at most maxSeconds (a slow spec costs CI more than its area is
+// worth; an area whose every passing spec is slower is left out and
+// returned in slow). The names come sorted.
+func PickSlice(results []Result, maxSeconds float64) (names, slow []string) {
+	best := map[string]Result{}
+	for _, r := range results {
+		if !r.Passed() {
+			continue
+		}
+		a := Area(r.Name)
+		if b, ok := best[a]; !ok || r.Seconds < b.Seconds || r.Seconds == b.Seconds && r.Name < b.Name {
+			best[a] = r
+		}
+	}
+	for a, r := range best {
+		if r.Seconds > maxSeconds {
+			slow = append(slow, a)
+			continue
+		}
+		names = append(names, r.Name)
+	}
+	slices.Sort(names)
+	slices.Sort(slow)
+	return names, slow
 }

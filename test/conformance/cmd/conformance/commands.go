@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -146,4 +147,43 @@ func writeWith(path string, write func(w io.Writer) error) error {
 		return err
 	}
 	return f.Close()
+}
+
+// sliceCmd is `conformance slice`: it writes the CI slice chosen from a
+// run (conformance.PickSlice) as a slice file.
+func sliceCmd(args []string) error {
+	fs := flag.NewFlagSet("slice", flag.ContinueOnError)
+	runDir := fs.String("run", "", "output dir of a minikubelet run (required)")
+	maxSecs := fs.Float64("max-seconds", 60, "leave out an area whose fastest passing spec took longer")
+	out := fs.String("out", "test/conformance/slice.txt", "slice file to write")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *runDir == "" {
+		return errors.New("slice: -run is required")
+	}
+	run, err := conformance.ReadRun(*runDir)
+	if err != nil {
+		return err
+	}
+	if run.Meta.Agent != string(cluster.Minikubelet) {
+		return fmt.Errorf("slice: %s is a run of %s: want one of minikubelet", *runDir, run.Meta.Agent)
+	}
+	names, slow := conformance.PickSlice(run.Results, *maxSecs)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# The conformance specs CI runs against minikubelet (TestConformanceSlice): per area of\n"+
+		"# the suite that passes, its fastest passing spec, chosen by `conformance slice` from the run of\n"+
+		"# %s (node may list configMaps and secrets: %v, e2e.test %s).\n",
+		run.Meta.Started.UTC().Format("2006-01-02 15:04 UTC"), run.Meta.NodeListsObjects, run.Meta.KubeVersion)
+	for _, a := range slow {
+		fmt.Fprintf(&b, "# Left out, its fastest passing spec takes over %.0f s: %s\n", *maxSecs, a)
+	}
+	for _, n := range names {
+		b.WriteString(n + "\n")
+	}
+	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("%s: %d specs (%d areas left out as slow)\n", *out, len(names), len(slow))
+	return nil
 }

@@ -7,7 +7,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: conformance run|report [flags] (-h for the flags)")
+		fmt.Fprintln(os.Stderr, "usage: conformance run|report|slice [flags] (-h for the flags)")
 		os.Exit(2)
 	}
 	var err error
@@ -16,8 +16,10 @@ func main() {
 		err = runCmd(os.Args[2:])
 	case "report":
 		err = reportCmd(os.Args[2:])
+	case "slice":
+		err = sliceCmd(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q: want run or report", os.Args[1])
+		err = fmt.Errorf("unknown command %q: want run, report or slice", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
