@@ -51,7 +51,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		"(configMap, secret, downwardAPI, projected, emptyDir, hostPath, subPath), of `e2e.test` %s, run against a one-node "+
 		"cluster on this host (test/cluster): etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy (iptables) "+
 		"and CoreDNS %s as host processes, the node on %s. Machine-readable: [results.json](results.json); JUnit: "+
-		"[minikubelet](minikubelet-junit.xml), %s[kubelet](kubelet-junit.xml).\n\n", k.KubeVersion, k.CoreDNSVersion, k.ContainerRuntime, nodeListsLink(rep))
+		"[minikubelet](minikubelet-junit.xml.gz), %s[kubelet](kubelet-junit.xml.gz).\n\n", k.KubeVersion, k.CoreDNSVersion, k.ContainerRuntime, nodeListsLink(rep))
 	if m.NodeListsObjects && rep.NodeLists == nil {
 		fmt.Fprintf(&b, "**This minikubelet run is not a production node's.** In a cluster configured as production is "+
 			"(the Node authorizer), minikubelet starts no pod that mounts a service-account token: %s. Each such spec then "+
@@ -139,7 +139,7 @@ func nodeListsLink(rep *Report) string {
 	if rep.NodeLists == nil {
 		return ""
 	}
-	return "[minikubelet, the node may list](minikubelet-node-lists-junit.xml), "
+	return "[minikubelet, the node may list](minikubelet-node-lists-junit.xml.gz), "
 }
 
 // writeGroups lists the rows pick selects under their causes, the

@@ -22,8 +22,8 @@ func TestArea(t *testing.T) {
 	}
 }
 
-// PickSlice takes, per area with a pass, the fastest passing spec, and
-// leaves out an area whose passes are all slower than the bound.
+// PickSlice takes, per area with a pass, the fastest passing spec (one
+// tagged [NodeConformance] first), and leaves out an area whose passes are all slower than the bound.
 func TestPickSlice(t *testing.T) {
 	results := []Result{
 		{Name: "[sig-node] Pods should a", State: "passed", Seconds: 20},
@@ -34,9 +34,11 @@ func TestPickSlice(t *testing.T) {
 		{Name: "[sig-node] Lease should f", State: "failed", Seconds: 2},
 		{Name: "[sig-storage] Secrets should g", State: "passed", Seconds: 9},
 		{Name: "[sig-storage] Secrets should h", State: "passed", Seconds: 9},
+		{Name: "[sig-storage] ConfigMap should i", State: "passed", Seconds: 2},
+		{Name: "[sig-storage] ConfigMap should j [NodeConformance]", State: "passed", Seconds: 30},
 	}
 	names, slow := PickSlice(results, 60)
-	want := []string{"[sig-node] Pods should b", "[sig-storage] Secrets should g"}
+	want := []string{"[sig-node] Pods should b", "[sig-storage] ConfigMap should j [NodeConformance]", "[sig-storage] Secrets should g"}
 	if !slices.Equal(names, want) {
 		t.Errorf("names = %q, want %q", names, want)
 	}

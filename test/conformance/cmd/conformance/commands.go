@@ -1,6 +1,7 @@
 package main
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
@@ -123,12 +124,19 @@ func reportCmd(args []string) error {
 	if *nodeLists != "" {
 		junits["minikubelet-node-lists"] = *nodeLists
 	}
+	// The JUnit reports carry every spec's output: megabytes, gzipped.
 	for name, dir := range junits {
 		data, err := os.ReadFile(filepath.Join(dir, conformance.JUnitFile))
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(*out, name+"-junit.xml"), data, 0o644); err != nil {
+		if err := writeWith(filepath.Join(*out, name+"-junit.xml.gz"), func(w io.Writer) error {
+			zw := gzip.NewWriter(w)
+			if _, err := zw.Write(data); err != nil {
+				return err
+			}
+			return zw.Close()
+		}); err != nil {
 			return err
 		}
 	}
