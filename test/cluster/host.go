@@ -87,8 +87,7 @@ func freeUDPAndTCPPort(ip net.IP) (int, error) {
 		}
 		c, err := net.ListenPacket("udp", net.JoinHostPort(ip.String(), strconv.Itoa(port)))
 		if err == nil {
-			c.Close()
-			return port, nil
+			return port, c.Close()
 		}
 	}
 	return 0, fmt.Errorf("no port free for both TCP and UDP on %s", ip)

@@ -106,7 +106,10 @@ func (e E2E) Run(ctx context.Context) error {
 		}
 	}
 	if _, serr := os.Stat(junitPath); serr != nil {
-		return fmt.Errorf("ginkgo left no report (%v): see %s", err, log.Name())
+		if err != nil {
+			return fmt.Errorf("ginkgo left no report: %w (see %s)", err, log.Name())
+		}
+		return fmt.Errorf("ginkgo left no report: see %s", log.Name())
 	}
 	return nil
 }
