@@ -6,7 +6,7 @@ LDFLAGS := -X github.com/minikubelet/minikubelet/internal/version.Version=$(VERS
 export MINIKUBELET_CACHE ?= /var/cache/minikubelet
 GOLANGCI_LINT_VERSION := v2.15.0
 
-.PHONY: all build prepare prepare-run images run test unit lint bench fuzz faults clean install uninstall
+.PHONY: all build prepare prepare-run prepare-cluster images run test unit lint bench fuzz faults conformance clean install uninstall
 all: build
 
 build: ## bin/minikubelet and the test bed's tools
@@ -22,10 +22,13 @@ prepare-run: ## install only what make run needs: runc, CNI plugins, containerd 
 images: ## the examples' images as OCI tarballs: $(MINIKUBELET_CACHE)/images/{pause,busybox}.tar
 	bash test/scripts/prepare.sh images
 
+prepare-cluster: prepare ## build a one-node cluster's binaries, e2e.test and the e2e image stand-ins (cached)
+	bash test/scripts/prepare-cluster.sh
+
 run: prepare-run build ## run minikubelet on examples/manifests against a private containerd
 	bash test/scripts/run.sh
 
-test: prepare build ## every test: unit and integration, against containerd 1.6 and 2.x
+test: prepare prepare-cluster build ## every test: unit and integration, against containerd 1.6 and 2.x, and a conformance slice
 	bash test/scripts/test.sh
 
 unit: ## unit tests only (no runtime needed)
@@ -36,6 +39,9 @@ lint: ## golangci-lint v2 with .golangci.yml
 
 faults: prepare build ## the fault suite in full: agent SIGKILLs, containerd restarts, manifest churn, full disk, URL flapping
 	bash test/scripts/faults.sh
+
+conformance: prepare-cluster build ## Kubernetes' conformance specs against minikubelet, then the kubelet; writes docs/conformance
+	bash test/scripts/conformance.sh
 
 bench: prepare build ## the bench report on containerd 2.x: text, bin/bench-report.json, bin/bench-plot.png
 	bash test/scripts/bench.sh

@@ -39,5 +39,11 @@ set -o pipefail
 	rc=0
 	"$GO" test -json -race -count=1 -timeout 25m ./... "$@" 2>&1 || rc=$?
 	[ $# -gt 0 ] || "$GO" test -json -count=1 -timeout 5m -run '^(TestHostileInput|TestManyContainersLinear)$' ./agent/manifest/ 2>&1 || rc=$?
+	# The whole-cluster tests (test/cluster's own, and the conformance
+	# slice of test/conformance/slice.txt against minikubelet) skip
+	# themselves above: they own the host's iptables and run here, one
+	# after the other, on their own.
+	[ $# -gt 0 ] || MINIKUBELET_CLUSTER_TESTS=on "$GO" test -json -race -p 1 -count=1 -timeout 25m \
+		-run '^(TestClusterServicesAndDNS|TestConformanceSlice)$' ./test/cluster/ ./test/conformance/ 2>&1 || rc=$?
 	exit "$rc"
 } | "$REPO/bin/testsum"

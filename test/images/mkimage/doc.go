@@ -10,10 +10,12 @@
 // output. test/scripts/prepare.sh relies on that to rebuild images only
 // when their sources change.
 //
-// The index.json entry carries both io.containerd.image.name (the full
-// reference) and org.opencontainers.image.ref.name (the tag), the way
-// containerd's own exporter writes them, so that "ctr images import" names
-// the image after the full reference on containerd 1.6 and 2.x alike.
+// Each -ref names the image once more: one index.json entry per name, all
+// pointing at the one manifest. Each entry carries both
+// io.containerd.image.name (the full reference) and
+// org.opencontainers.image.ref.name (the tag), the way containerd's own
+// exporter writes them, so that "ctr images import" names the image after
+// the full reference on containerd 1.6 and 2.x alike.
 //
 // Example:
 //

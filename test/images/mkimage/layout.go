@@ -28,9 +28,10 @@ type blob struct {
 
 // writeImage builds the image and writes the layout tarball to out.
 func writeImage(spec imageSpec, out string) error {
-	tag, err := splitRef(spec.ref)
-	if err != nil {
-		return err
+	for _, ref := range spec.refs {
+		if _, err := splitRef(ref); err != nil {
+			return err
+		}
 	}
 	l, err := buildLayer(spec.entries)
 	if err != nil {
@@ -50,7 +51,7 @@ func writeImage(spec imageSpec, out string) error {
 	if err != nil {
 		return err
 	}
-	index := indexFor(manifestBlob.desc, spec, tag)
+	index := indexFor(manifestBlob.desc, spec)
 	return writeLayout(out, index, []blob{layerBlob, configBlob, manifestBlob})
 }
 
@@ -75,18 +76,24 @@ func imageConfig(spec imageSpec, diffID string) ocispec.Image {
 	}
 }
 
-// indexFor is index.json naming the one manifest after spec.ref.
-func indexFor(manifest ocispec.Descriptor, spec imageSpec, tag string) ocispec.Index {
-	manifest.Platform = &ocispec.Platform{Architecture: spec.arch, OS: spec.os}
-	manifest.Annotations = map[string]string{
-		annotationImageName:       spec.ref,
-		ocispec.AnnotationRefName: tag,
-	}
-	return ocispec.Index{
+// indexFor is index.json naming the one manifest after each of
+// spec.refs (checked by splitRef), one entry per name.
+func indexFor(manifest ocispec.Descriptor, spec imageSpec) ocispec.Index {
+	index := ocispec.Index{
 		Versioned: specs.Versioned{SchemaVersion: 2},
 		MediaType: ocispec.MediaTypeImageIndex,
-		Manifests: []ocispec.Descriptor{manifest},
 	}
+	for _, ref := range spec.refs {
+		tag, _ := splitRef(ref)
+		d := manifest
+		d.Platform = &ocispec.Platform{Architecture: spec.arch, OS: spec.os}
+		d.Annotations = map[string]string{
+			annotationImageName:       ref,
+			ocispec.AnnotationRefName: tag,
+		}
+		index.Manifests = append(index.Manifests, d)
+	}
+	return index
 }
 
 // newBlob wraps data with its descriptor.

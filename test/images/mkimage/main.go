@@ -23,12 +23,13 @@ func main() {
 func parseFlags(args []string) (imageSpec, string, error) {
 	var (
 		spec                  imageSpec
-		files, links, dirs    listFlag
+		refs, files, links    listFlag
+		dirs                  listFlag
 		entrypoint, cmd, envs listFlag
 		out                   string
 	)
 	fs := flag.NewFlagSet("mkimage", flag.ContinueOnError)
-	fs.StringVar(&spec.ref, "ref", "", "image reference with a tag, e.g. localhost/minikubelet/busybox:1.35 (required)")
+	fs.Var(&refs, "ref", "image reference with a tag, e.g. localhost/minikubelet/busybox:1.35 (required; repeatable: one image, several names)")
 	fs.StringVar(&out, "o", "", "output OCI layout tarball (required)")
 	fs.Var(&files, "file", "DST=SRC[:MODE] copy host file SRC to DST with octal MODE (repeatable)")
 	fs.Var(&links, "symlink", "DST=TARGET create symlink DST pointing to TARGET (repeatable)")
@@ -43,7 +44,8 @@ func parseFlags(args []string) (imageSpec, string, error) {
 	if err := fs.Parse(args); err != nil {
 		return imageSpec{}, "", err
 	}
-	if spec.ref == "" || out == "" {
+	spec.refs = refs
+	if len(spec.refs) == 0 || out == "" {
 		return imageSpec{}, "", fmt.Errorf("flags -ref and -o are required")
 	}
 	entries, err := parseEntries(files, links, dirs)

@@ -80,11 +80,46 @@ func TestWriteImageDeterministicAndNamed(t *testing.T) {
 	}
 }
 
+// Several -ref flags name one manifest several times, each entry with its
+// full name and its tag, so that an import creates every name.
+func TestWriteImageSeveralNames(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "img.tar")
+	refs := []string{"registry.k8s.io/e2e-test-images/agnhost:2.63.0", "registry.k8s.io/e2e-test-images/agnhost:2.55"}
+	spec, _, err := parseFlags([]string{"-ref", refs[0], "-ref", refs[1], "-o", out, "-dir", "/tmp:1777"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeImage(spec, out); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var index ocispec.Index
+	mustJSON(t, untar(t, f)["index.json"].data, &index)
+	if len(index.Manifests) != len(refs) {
+		t.Fatalf("index has %d manifests, want %d", len(index.Manifests), len(refs))
+	}
+	for i, m := range index.Manifests {
+		want, wantTag := refs[i], []string{"2.63.0", "2.55"}[i]
+		if m.Digest != index.Manifests[0].Digest {
+			t.Errorf("entry %d names manifest %s, want the one manifest %s", i, m.Digest, index.Manifests[0].Digest)
+		}
+		if m.Annotations["io.containerd.image.name"] != want || m.Annotations[ocispec.AnnotationRefName] != wantTag {
+			t.Errorf("entry %d annotations %v, want name %s tag %s", i, m.Annotations, want, wantTag)
+		}
+	}
+}
+
 func TestParseFlagsErrors(t *testing.T) {
 	tests := [][]string{
 		{"-o", "x"}, // no -ref
 		{"-ref", "a:1"},
 		{"-ref", "noTag", "-o", "x", "-file", "/a=/b"},
+		{"-ref", "a:1", "-ref", "b@sha256:00", "-o", "x"},
 		{"-ref", "a:1", "-o", "x", "-file", "/a"},
 		{"-ref", "a:1", "-o", "x", "-dir", "/t:9z"},
 	}

@@ -10,7 +10,7 @@ import (
 
 // imageSpec is everything the image is made of.
 type imageSpec struct {
-	ref        string
+	refs       []string
 	entries    []entry
 	entrypoint []string
 	cmd        []string

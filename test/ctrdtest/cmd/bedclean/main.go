@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/minikubelet/minikubelet/test/cluster"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
@@ -24,13 +25,26 @@ func main() {
 	}
 }
 
-// cleanBase cleans every instance dir directly under base.
+// cleanBase cleans every cluster dir, then every instance dir, directly
+// under base.
 func cleanBase(base string) error {
+	var errs []error
+	clusters, err := filepath.Glob(filepath.Join(base, "*", "cluster-state.json"))
+	if err != nil {
+		return fmt.Errorf("list clusters under %q: %w", base, err)
+	}
+	for _, st := range clusters {
+		dir := filepath.Dir(st)
+		if err := cluster.Cleanup(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Println("cleaned", dir)
+	}
 	dirs, err := filepath.Glob(filepath.Join(base, "*", "state.json"))
 	if err != nil {
 		return fmt.Errorf("list instances under %q: %w", base, err)
 	}
-	var errs []error
 	for _, st := range dirs {
 		dir := filepath.Dir(st)
 		if err := ctrdtest.Cleanup(dir); err != nil {

@@ -1,0 +1,34 @@
+// Package cluster runs a one-node Kubernetes cluster on this host for
+// integration tests: etcd, kube-apiserver, kube-controller-manager and
+// kube-scheduler configured as a production cluster is (Node and RBAC
+// authorization, NodeRestriction, client certificates of one cluster CA,
+// signed service-account tokens, the CSR signer and approver), kube-proxy
+// in iptables mode and CoreDNS as host processes, and one node: a private
+// containerd (test/ctrdtest) with either minikubelet or the real kubelet of
+// the same version, joined with a client certificate for
+// system:node:<name> in system:nodes.
+//
+// Data enters through bed.json (ctrdtest.LoadBed: containerd,
+// kube-apiserver, kubectl, etcd, the base images) and cluster.json
+// (LoadBins, written by test/scripts/prepare-cluster.sh: the other
+// components, CoreDNS, e2e.test, ginkgo and the e2e image stand-ins). Start
+// picks the host's primary IPv4 address (Options.HostIP), which the
+// apiserver advertises and CoreDNS listens on, so that pods reach both
+// through the kubernetes and kube-dns Services. It leaves through the
+// admin kubeconfig (Kubeconfig, Client) and the paths of the node's
+// credentials and logs.
+//
+// Layout under Options.Dir:
+//
+//	cluster-XXXX/          certificates (pki/), kubeconfigs, configs, the
+//	                       components' logs, etcd's data, cluster-state.json
+//	containerd-2.1-XXXX/   the node's containerd (ctrdtest), with node/ for
+//	                       the agent's root, manifest and pod log dirs
+//
+// One cluster runs per host at a time (a flock on
+// /run/lock/minikubelet-cluster.lock): kube-proxy owns the host's KUBE-*
+// iptables chains. Stop tears everything down, kube-proxy's rules and the
+// kernel settings the kubelet and the harness change (see tunables)
+// included; Cleanup does the same from cluster-state.json after the test
+// process died (its components die with it: Pdeathsig).
+package cluster
