@@ -31,7 +31,7 @@ func Pick() (int, error) {
 	}
 	var last error
 	for range attempts {
-		port := low + rand.IntN(hi-low) //nolint:gosec // G404: spreading ports, not a secret.
+		port := low + rand.IntN(hi-low)
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			last = err
