@@ -190,8 +190,9 @@ func TestNotifyReadyStatusWatchdog(t *testing.T) {
 					}
 				})
 				config := filepath.Join(a.dir, "config.yaml")
-				// port is a kubelet field minikubelet does not implement.
-				writeFile(t, config, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nport: 10250\nsyncFrequency: 30s\n")
+				// rotateCertificates is a kubelet field minikubelet does not
+				// implement (it renews no client certificate).
+				writeFile(t, config, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nrotateCertificates: true\nsyncFrequency: 30s\n")
 				a.args = append(a.args, "--config", config)
 				for _, name := range []string{"alpha", "beta"} {
 					a.writeManifest(name+".yaml", fmt.Sprintf(`
@@ -234,7 +235,7 @@ spec:
 		if len(before) == 0 {
 			t.Errorf("no STATUS= before READY=1:%s", sup.describe(msgs))
 		}
-		if !a.logContains("ignored: port (minikubelet does not implement them)") {
+		if !a.logContains("ignored: rotateCertificates (minikubelet does not implement them)") {
 			t.Errorf("no warning naming the config file's ignored field")
 		}
 
