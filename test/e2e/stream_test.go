@@ -282,8 +282,10 @@ func TestStreamAttachCLI(t *testing.T) {
 
 // sttyWhenSized prints the terminal's size once it has one: the runtime
 // starts the command and applies the client's first resize concurrently,
-// so a command that reads its size at once may see 0 0 (as with kubelet).
-const sttyWhenSized = `i=0; while [ "$(stty size)" = "0 0" ] && [ $i -lt 100 ]; do i=$((i+1)); sleep 0.1; done; stty size`
+// so a command that reads its size at once may see 0 0 (as with kubelet),
+// and busybox's stty sometimes fails at first ("standard input: No child
+// processes") on either runtime. It asks until the answer is a size.
+const sttyWhenSized = `i=0; s=; until case "$s" in [1-9]*\ [1-9]*) true;; *) false;; esac || [ $i -ge 100 ]; do s=$(stty size 2>/dev/null); i=$((i+1)); sleep 0.1; done; echo "$s"`
 
 // TestStreamTTY runs exec and attach with a terminal through the agent
 // over SPDY, as kubectl exec -it does: the terminal has the size the
