@@ -49,7 +49,8 @@ echo "incarnation $n"; [ "$n" -gt 1 ] || exit 1; exec sleep 3600`)
 	stdin := sh("stdin", `while read -r l; do echo "got $l"; done; echo eof; exec sleep 3600`)
 	stdin.Stdin = true
 	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "kubectl-target", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: "kubectl-target", Namespace: "default",
+			Annotations: map[string]string{"kubectl.kubernetes.io/default-container": "fixed"}},
 		Spec: v1.PodSpec{
 			AutomountServiceAccountToken:  ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
@@ -84,14 +85,23 @@ func kubectlServer() *v1.Pod {
 	}
 }
 
-// kubectl runs the bed's kubectl with the cluster's admin kubeconfig.
+// kubectl runs the bed's kubectl with the cluster's admin kubeconfig and
+// env added to the environment.
 type kubectl struct {
 	bin, kubeconfig string
+	env             []string
 }
+
+// spdyOnly makes kubectl talk SPDY to the apiserver for exec, attach, cp
+// and port-forward (it prefers WebSocket, which the apiserver translates
+// to SPDY towards the kubelet; with SPDY the apiserver proxies the
+// upgraded connection as it is).
+var spdyOnly = []string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false"}
 
 // cmd is a kubectl command bound to ctx.
 func (k kubectl) cmd(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, k.bin, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), k.env...)
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }
@@ -187,8 +197,10 @@ func next(t *testing.T, ch <-chan string, stop func() string, timeout time.Durat
 // kubectl against pods on minikubelet, through the apiserver and the
 // node's kubelet port (client certificate, serving certificate and
 // authorization as a production cluster has them): logs with their
-// options, exec, attach, port-forward and cp; and the kubelet port
-// refusing an unauthorized user (403) and anonymous requests (401).
+// options, exec, attach, port-forward and cp (kubectl's WebSocket, which
+// the apiserver translates, and SPDY end to end for exec and
+// port-forward); and the kubelet port refusing an unauthorized user (403)
+// and anonymous requests (401).
 func TestKubectlThroughKubeletPort(t *testing.T) {
 	c := startForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -242,6 +254,10 @@ func TestKubectlThroughKubeletPort(t *testing.T) {
 	})
 	t.Run("PortForward", func(t *testing.T) { testPortForward(ctx, t, k, server.Name) })
 	t.Run("Cp", func(t *testing.T) { testCp(ctx, t, k, target.Name) })
+	spdy := k
+	spdy.env = spdyOnly
+	t.Run("ExecSPDY", func(t *testing.T) { testExec(ctx, t, spdy, target.Name) })
+	t.Run("PortForwardSPDY", func(t *testing.T) { testPortForward(ctx, t, spdy, server.Name) })
 }
 
 // waitPod waits until ok says yes to the pod.
@@ -356,6 +372,10 @@ func testLogs(ctx context.Context, t *testing.T, k kubectl, pod string) {
 	if got := k.must(ctx, t, "", "logs", pod, "-c", "fixed"); got != "first\nsecond\nthird\n" {
 		t.Errorf("logs -c fixed: %q", got)
 	}
+	// Without -c, the pod's default container (its annotation).
+	if got := k.must(ctx, t, "", "logs", pod); got != "first\nsecond\nthird\n" {
+		t.Errorf("logs of the default container: %q", got)
+	}
 	if got := k.must(ctx, t, "", "logs", pod, "-c", "fixed", "--tail=1"); got != "third\n" {
 		t.Errorf("logs --tail=1: %q, want %q", got, "third\n")
 	}
@@ -458,7 +478,7 @@ func testExec(ctx context.Context, t *testing.T, k kubectl, pod string) {
 	// terminal too, and kubectl exits with the command's code (script -e).
 	line := fmt.Sprintf(`"$KUBECTL" --kubeconfig "$KUBECONFIG" exec -it %s -c fixed -- sh -c 'tty; exit 4'`, pod)
 	cmd := exec.CommandContext(ctx, "script", "-q", "-e", "-c", line, "/dev/null")
-	cmd.Env = append(os.Environ(), "KUBECTL="+k.bin, "KUBECONFIG="+k.kubeconfig)
+	cmd.Env = append(append(os.Environ(), k.env...), "KUBECTL="+k.bin, "KUBECONFIG="+k.kubeconfig)
 	cmd.WaitDelay = 5 * time.Second
 	// A stdin that stays open (on its end script would end the session),
 	// and a file, so that Wait does not wait for a goroutine copying it.
