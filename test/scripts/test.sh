@@ -44,6 +44,6 @@ set -o pipefail
 	# themselves above: they own the host's iptables and run here, one
 	# after the other, on their own.
 	[ $# -gt 0 ] || MINIKUBELET_CLUSTER_TESTS=on "$GO" test -json -race -p 1 -count=1 -timeout 25m \
-		-run '^(TestClusterServicesAndDNS|TestConformanceSlice)$' ./test/cluster/ ./test/conformance/ 2>&1 || rc=$?
+		-run '^(TestClusterServicesAndDNS|TestKubectlThroughKubeletPort|TestConformanceSlice)$' ./test/cluster/ ./test/conformance/ 2>&1 || rc=$?
 	exit "$rc"
 } | "$REPO/bin/testsum"
