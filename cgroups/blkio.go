@@ -2,6 +2,7 @@ package cgroups
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -77,32 +78,33 @@ func (m *Manager) disks() []disk {
 // readBlkioV1 reads a v1 blkio cgroup's per-disk bytes and operations from
 // blkio.throttle.io_service_bytes_recursive and io_serviced_recursive: the
 // recursive files, because a pod's own cgroup holds no process and its
-// non-recursive files (which the cgroups library reads) stay 0.
-func readBlkioV1(dir string) ([]IOStats, error) {
+// non-recursive files stay 0. A missing file wraps errdefs.ErrNotFound.
+func readBlkioV1(r reader) ([]IOStats, error) {
 	byDev := map[[2]uint64]*IOStats{}
 	for _, f := range []struct {
-		file        string
+		file        statFile
 		read, write func(*IOStats) *uint64
 	}{
-		{"blkio.throttle.io_service_bytes_recursive", func(s *IOStats) *uint64 { return &s.ReadBytes }, func(s *IOStats) *uint64 { return &s.WriteBytes }},
-		{"blkio.throttle.io_serviced_recursive", func(s *IOStats) *uint64 { return &s.ReadOps }, func(s *IOStats) *uint64 { return &s.WriteOps }},
+		{v1BlkioBytes, func(s *IOStats) *uint64 { return &s.ReadBytes }, func(s *IOStats) *uint64 { return &s.WriteBytes }},
+		{v1BlkioOps, func(s *IOStats) *uint64 { return &s.ReadOps }, func(s *IOStats) *uint64 { return &s.WriteOps }},
 	} {
-		file, err := os.Open(filepath.Join(dir, f.file)) //nolint:gosec // G304: a cgroup's interface file
+		b, err := r.stat(f.file)
 		if err != nil {
 			return nil, err
 		}
-		sc := bufio.NewScanner(file)
-		for sc.Scan() {
+		for len(b) > 0 {
+			var line []byte
+			line, b, _ = bytes.Cut(b, []byte{'\n'})
 			// "254:0 Read 4096"; the last line is "Total N".
-			fields := strings.Fields(sc.Text())
+			fields := bytes.Fields(line)
 			if len(fields) != 3 {
 				continue
 			}
-			var major, minor uint64
-			if _, err := fmt.Sscanf(fields[0], "%d:%d", &major, &minor); err != nil {
+			major, minor, ok := parseDevice(fields[0])
+			if !ok {
 				continue
 			}
-			v, err := strconv.ParseUint(fields[2], 10, 64)
+			v, err := strconv.ParseUint(string(fields[2]), 10, 64)
 			if err != nil {
 				continue
 			}
@@ -112,17 +114,12 @@ func readBlkioV1(dir string) ([]IOStats, error) {
 				s = &IOStats{Major: major, Minor: minor}
 				byDev[key] = s
 			}
-			switch fields[1] {
+			switch string(fields[1]) {
 			case "Read":
 				*f.read(s) = v
 			case "Write":
 				*f.write(s) = v
 			}
-		}
-		err = sc.Err()
-		_ = file.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", f.file, err)
 		}
 	}
 	return sortedIO(byDev), nil

@@ -77,6 +77,10 @@ func (m *Manager) createV1(n name, res *ResourceConfig) error {
 		}
 		spec.CPU = &specs.LinuxCPU{Shares: &shares, Quota: &quota, Period: &period}
 		spec.Memory = &specs.LinuxMemory{Limit: &limit}
+		if res.Pids > 0 {
+			pids := res.Pids
+			spec.Pids = &specs.LinuxPids{Limit: &pids}
+		}
 	}
 	subsystems := m.subsystems
 	_, err := cgroup1.New(cgroup1.StaticPath(n.cgroupfs()), spec,
@@ -180,6 +184,9 @@ func v2Resources(res *ResourceConfig) *cgroup2.Resources {
 	if res.Memory > 0 {
 		limit := res.Memory
 		r.Memory = &cgroup2.Memory{Max: &limit}
+	}
+	if res.Pids > 0 {
+		r.Pids = &cgroup2.Pids{Max: res.Pids}
 	}
 	return r
 }

@@ -10,7 +10,7 @@
 // With --cgroups-per-qos (Config.PerQOS, the default) the agent makes the
 // kubelet's tree below --cgroup-root (Config.Root):
 //
-//	<root>/kubepods                     Guaranteed pods; no limit of its own
+//	<root>/kubepods                     Guaranteed pods; node allocatable's limits (SetPodsLimits)
 //	<root>/kubepods/pod<uid>            a Guaranteed pod
 //	<root>/kubepods/burstable           cpu.shares = sum of its pods' cpu requests
 //	<root>/kubepods/burstable/pod<uid>
@@ -25,7 +25,8 @@
 // <pod slice>/cri-containerd-<id>.scope with systemd. A pod cgroup is
 // limited by PodResources (the kubelet's ResourceConfigForPod): cpu shares
 // from the requests, a CFS quota and a memory limit from the limits where
-// every container has one. With the systemd driver the same tree is made
+// every container has one, and pids.max from --pod-max-pids
+// (Config.PodPidsLimit). With the systemd driver the same tree is made
 // of slices (kubepods.slice, kubepods-burstable.slice,
 // kubepods-burstable-pod<uid with _ for ->.slice) through systemd's D-Bus
 // API; it needs systemd as init and cgroup v2, and New refuses it
@@ -33,10 +34,14 @@
 // systemd), so the systemd driver is tested on its names only.
 //
 // Data enters as v1 pods (EnsurePod before the pod's sandbox is created,
-// and at each sync so that an edited pod's limits follow) and pod UIDs
+// and at each sync so that an edited pod's limits follow; SetPod with a
+// configuration of the caller's while a pod is resized in place, grown
+// to hold the old and new limits before its containers change) and pod UIDs
 // (RemovePod once the pod is terminated, Cleanup from housekeeping); it
 // leaves as cgroup parents for the runtime, files in the cgroup
-// hierarchies, and Stats.
+// hierarchies, and statistics: ReadStats (the figures asked for, each file
+// opened and closed), StatsFiles (the same through files kept open between
+// reads, for the stats endpoints' repeated reads) and WalkProcs.
 //
 // # Invariants
 //

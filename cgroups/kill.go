@@ -49,7 +49,7 @@ func (m *Manager) KillPodProcesses(ctx context.Context, uid types.UID) ([]int, e
 	for {
 		var busy []string
 		for _, dir := range dirs {
-			procs := readProcs(dir)
+			procs := procsOf(dir)
 			if len(procs) == 0 {
 				continue
 			}

@@ -54,6 +54,9 @@ type Config struct {
 	// Clock paces KillPodProcesses' wait for the processes it killed; the
 	// real clock when nil.
 	Clock clock.Clock
+	// PodPidsLimit is --pod-max-pids: every pod cgroup's pids.max; 0 or
+	// less leaves it unlimited.
+	PodPidsLimit int64
 }
 
 // Manager creates, configures and removes the pods' cgroups and reads
@@ -64,9 +67,8 @@ type Manager struct {
 	version int
 	root    name
 	// subsystems are the v1 controllers and named hierarchies mounted,
-	// for creating cgroups; statSubsystems those Stats reads.
-	subsystems     []cgroup1.Subsystem
-	statSubsystems []cgroup1.Subsystem
+	// for creating cgroups.
+	subsystems []cgroup1.Subsystem
 
 	mu sync.Mutex
 	// applied is the configuration last written to each pod's cgroup, so
@@ -128,7 +130,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		}
 	}
 	if m.version == 1 {
-		m.subsystems, m.statSubsystems = v1Subsystems(cfg.MountRoot)
+		m.subsystems, _ = v1Subsystems(cfg.MountRoot)
 		if len(m.subsystems) == 0 {
 			return nil, fmt.Errorf("no cgroup v1 controller is mounted below %s", cfg.MountRoot)
 		}
@@ -205,10 +207,25 @@ func (m *Manager) PodsCgroup() string {
 // and so its cgroup, until the sandbox is recreated); ok is false when the
 // pod has none.
 func (m *Manager) FindPodCgroup(uid types.UID) (string, bool) {
+	return m.findPodCgroup(uid, v1.PodQOSBurstable)
+}
+
+// FindPodCgroupOf is FindPodCgroup for pod, looking in the QoS cgroup of
+// its class first (where it is unless its class changed): one stat call
+// where FindPodCgroup may make three.
+func (m *Manager) FindPodCgroupOf(pod *v1.Pod) (string, bool) {
+	return m.findPodCgroup(pod.UID, qos.Class(pod))
+}
+
+func (m *Manager) findPodCgroup(uid types.UID, first v1.PodQOSClass) (string, bool) {
 	if !m.cfg.PerQOS {
 		return "", false
 	}
-	for _, class := range []v1.PodQOSClass{v1.PodQOSBurstable, v1.PodQOSBestEffort, v1.PodQOSGuaranteed} {
+	classes := [...]v1.PodQOSClass{first, v1.PodQOSBurstable, v1.PodQOSBestEffort, v1.PodQOSGuaranteed}
+	for i, class := range classes {
+		if i > 0 && class == first {
+			continue
+		}
 		p := podName(m.root, class, uid).path(m.cfg.Driver)
 		if m.exists(p) {
 			return p, true
@@ -224,10 +241,18 @@ func (m *Manager) FindPodCgroup(uid types.UID) (string, bool) {
 // (a memory limit below what the pod uses now) is an error; the caller may
 // retry at its next sync. Without PerQOS it does nothing.
 func (m *Manager) EnsurePod(ctx context.Context, pod *v1.Pod) error {
+	return m.SetPod(ctx, pod, PodResources(pod))
+}
+
+// SetPod is EnsurePod writing res into the pod's cgroup rather than
+// PodResources(pod): an in-place resize grows the pod's cgroup before its
+// containers, and shrinks it to PodResources after them.
+func (m *Manager) SetPod(ctx context.Context, pod *v1.Pod, res ResourceConfig) error {
 	if !m.cfg.PerQOS {
 		return nil
 	}
-	res := PodResources(pod)
+	// Every pod's pids.max is the node's --pod-max-pids, whatever res says.
+	res.Pids = max(m.cfg.PodPidsLimit, 0)
 	class := qos.Class(pod)
 	n := podName(m.root, class, pod.UID)
 	m.mu.Lock()
@@ -252,6 +277,15 @@ func (m *Manager) EnsurePod(ctx context.Context, pod *v1.Pod) error {
 		m.enableBlkioAccounting(ctx) // a disk may have appeared since
 	}
 	return m.updateBurstable(ctx)
+}
+
+// PodApplied returns the configuration last written to the cgroup of pod
+// uid, and whether the manager wrote one since it started.
+func (m *Manager) PodApplied(uid types.UID) (ResourceConfig, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	res, ok := m.applied[uid]
+	return res, ok
 }
 
 // updateBurstable sets the burstable QoS cgroup's cpu shares to the sum of
@@ -417,7 +451,7 @@ func (m *Manager) remove(ctx context.Context, p string) error {
 		}
 		// Deepest first: a walk lists parents before their children.
 		for i := len(dirs) - 1; i >= 0; i-- {
-			if procs := readProcs(dirs[i]); len(procs) > 0 {
+			if procs := procsOf(dirs[i]); len(procs) > 0 {
 				busy = append(busy, fmt.Sprintf("%s (%d processes)", dirs[i], len(procs)))
 				continue
 			}
@@ -444,41 +478,4 @@ func (m *Manager) remove(ctx context.Context, p string) error {
 		klog.FromContext(ctx).V(3).Info("Removed cgroup", "cgroup", p, "directories", removed)
 	}
 	return nil
-}
-
-// readProcs returns the PIDs in the cgroup at dir (not below it); none for
-// a cgroup that is gone.
-func readProcs(dir string) []int {
-	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")) //nolint:gosec // G304: a cgroup's interface file
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(data)) {
-		var pid int
-		if _, err := fmt.Sscan(f, &pid); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// Procs returns the PIDs in the cgroup at p and below it, on one
-// hierarchy (pids on v1); none when it is gone.
-func (m *Manager) Procs(p string) []int {
-	top := filepath.Join(m.cfg.MountRoot, p)
-	if m.version == 1 {
-		top = filepath.Join(m.cfg.MountRoot, string(cgroup1.Pids), p)
-	}
-	var pids []int
-	_ = filepath.WalkDir(top, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return nil // a cgroup removed during the walk is skipped
-		}
-		if d.IsDir() {
-			pids = append(pids, readProcs(path)...)
-		}
-		return nil
-	})
-	return pids
 }

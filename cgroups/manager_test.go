@@ -152,6 +152,16 @@ func TestManagerV1Files(t *testing.T) {
 	if _, ok := m.FindPodCgroup("nope"); ok {
 		t.Errorf("FindPodCgroup found a pod that has no cgroup")
 	}
+	// FindPodCgroupOf looks in the pod's class first, and in the others
+	// when its class changed (b2 is now BestEffort; its cgroup stays).
+	if p, ok := m.FindPodCgroupOf(g2); !ok || p != "/bed/kubepods/podg-uid" {
+		t.Errorf("FindPodCgroupOf(g) = %q, %v", p, ok)
+	}
+	b2 := burstablePod("b2", "400m")
+	b2.Spec.Containers[0].Resources = v1.ResourceRequirements{}
+	if p, ok := m.FindPodCgroupOf(b2); !ok || p != "/bed/kubepods/burstable/podb2" {
+		t.Errorf("FindPodCgroupOf(b2 now BestEffort) = %q, %v", p, ok)
+	}
 	if got := m.listPods(); len(got) != 3 || got[0] != "b1" || got[1] != "b2" || got[2] != "g-uid" {
 		t.Errorf("listPods = %v, want [b1 b2 g-uid]", got)
 	}

@@ -1,6 +1,7 @@
 package cgroups
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/ktesting"
 
@@ -60,7 +62,7 @@ func removeRealTree(t testing.TB, root string) {
 			return nil
 		})
 		for i := len(dirs) - 1; i >= 0; i-- {
-			for _, pid := range readProcs(dirs[i]) {
+			for _, pid := range procsOf(dirs[i]) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 			var err error
@@ -196,4 +198,25 @@ func TestManagerRealCgroups(t *testing.T) {
 	if got := readTrim(t, filepath.Join(DefaultMountRoot, "cpu", root, "kubepods/burstable/cpu.shares")); got != "102" {
 		t.Errorf("burstable cpu.shares after Cleanup = %s, want 102 (the kept pod's 100m)", got)
 	}
+}
+
+// realPod makes a Manager on the host's real v1 hierarchy (under a root of
+// its own, removed with the test) and the pod cgroup of a Guaranteed pod
+// named name in it; it skips where realRoot does, and on a v2 host.
+func realPod(t *testing.T, name types.UID) (context.Context, *Manager, *v1.Pod) {
+	t.Helper()
+	root := realRoot(t)
+	_, ctx := ktesting.NewTestContext(t)
+	m, err := New(ctx, Config{Root: root, Driver: DriverCgroupfs, PerQOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Version() != 1 {
+		t.Skip("not a cgroup v1 host")
+	}
+	g := guaranteedPod(name)
+	if err := m.EnsurePod(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, m, g
 }

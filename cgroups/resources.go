@@ -66,6 +66,8 @@ type ResourceConfig struct {
 	CPUPeriod uint64
 	// Memory is the memory limit in bytes; 0 means no limit.
 	Memory int64
+	// Pids is pids.max; 0 leaves it as it is.
+	Pids int64
 }
 
 // PodResources is the pod cgroup's configuration by the kubelet's rules
@@ -114,6 +116,53 @@ func PodResources(pod *v1.Pod) ResourceConfig {
 func PodCPURequest(pod *v1.Pod) int64 {
 	q := podTotal(pod, v1.ResourceCPU, request, true)
 	return q.MilliValue()
+}
+
+// PodMemoryRequest is the pod's memory request in bytes, counted as
+// PodResources counts requests.
+func PodMemoryRequest(pod *v1.Pod) int64 {
+	q := podTotal(pod, v1.ResourceMemory, request, true)
+	return q.Value()
+}
+
+// Grown is, field by field, the larger of a and b: what a pod's cgroup is
+// set to before its containers are resized from a to b, so that no
+// container's new limit exceeds its pod's (cgroup v1 refuses a CFS quota
+// above the parent's) and no limit shrinks before the containers have.
+// No quota (-1) and no memory limit (0) are the largest.
+func Grown(a, b ResourceConfig) ResourceConfig {
+	out := ResourceConfig{CPUShares: max(a.CPUShares, b.CPUShares), CPUPeriod: b.CPUPeriod}
+	switch {
+	case a.CPUQuota < 0 || b.CPUQuota < 0:
+		out.CPUQuota = -1
+	default:
+		out.CPUQuota = max(a.CPUQuota, b.CPUQuota)
+	}
+	if a.Memory != 0 && b.Memory != 0 {
+		out.Memory = max(a.Memory, b.Memory)
+	}
+	return out
+}
+
+// PodRequest is the pod's request of name (cpu, memory,
+// ephemeral-storage), counted as PodResources counts requests: what the
+// node's admission and the eviction ranking compare with.
+func PodRequest(pod *v1.Pod, name v1.ResourceName) resource.Quantity {
+	return podTotal(pod, name, request, true)
+}
+
+// PodLimit is the pod's limit of name, counted as PodResources counts
+// limits; declared is false when no container sets one (the pod has no
+// limit of name).
+func PodLimit(pod *v1.Pod, name v1.ResourceName) (q resource.Quantity, declared bool) {
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if _, ok := cs[i].Resources.Limits[name]; ok {
+				declared = true
+			}
+		}
+	}
+	return podTotal(pod, name, limit, false), declared
 }
 
 func quotaOrNone(q int64) int64 {

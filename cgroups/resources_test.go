@@ -101,3 +101,36 @@ func TestMilliCPUConversions(t *testing.T) {
 		}
 	}
 }
+
+// Grown holds both configurations: the larger shares, quota and memory
+// limit, and no limit where either has none.
+func TestGrown(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b ResourceConfig
+		want ResourceConfig
+	}{
+		{
+			name: "larger of each",
+			a:    ResourceConfig{CPUShares: 512, CPUQuota: 20000, CPUPeriod: QuotaPeriod, Memory: 128 << 20},
+			b:    ResourceConfig{CPUShares: 256, CPUQuota: 50000, CPUPeriod: QuotaPeriod, Memory: 64 << 20},
+			want: ResourceConfig{CPUShares: 512, CPUQuota: 50000, CPUPeriod: QuotaPeriod, Memory: 128 << 20},
+		},
+		{
+			name: "no quota, no memory limit win",
+			a:    ResourceConfig{CPUShares: 2, CPUQuota: -1, CPUPeriod: QuotaPeriod, Memory: 0},
+			b:    ResourceConfig{CPUShares: 204, CPUQuota: 20000, CPUPeriod: QuotaPeriod, Memory: 64 << 20},
+			want: ResourceConfig{CPUShares: 204, CPUQuota: -1, CPUPeriod: QuotaPeriod, Memory: 0},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Grown(tt.a, tt.b); got != tt.want {
+				t.Errorf("Grown = %+v, want %+v", got, tt.want)
+			}
+			if got := Grown(tt.b, tt.a); got != tt.want {
+				t.Errorf("Grown reversed = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,15 +1,7 @@
 package cgroups
 
 import (
-	"errors"
-	"fmt"
 	"math"
-	"os"
-	"path/filepath"
-
-	"github.com/containerd/cgroups/v3/cgroup1"
-	"github.com/containerd/cgroups/v3/cgroup2"
-	"github.com/containerd/errdefs"
 )
 
 // Stats is what one cgroup's files say at one instant, counted over the
@@ -75,114 +67,49 @@ type IOStats struct {
 // unlimited as a page-rounded 2^63-1, v2 as "max".
 const noLimit = 1 << 62
 
-// Stats reads the cgroup at path (relative to the hierarchies' roots, as
-// PodCgroupParent and ContainerCgroup return it) on every hierarchy the
-// manager drives. A cgroup that does not exist yields an error wrapping
+// Figures selects what ReadStats reads of a cgroup, so that a reader that
+// needs only some figures opens only their files.
+type Figures uint8
+
+const (
+	// CPUMemory, which ReadStats always reads, is the cumulative CPU
+	// usage (CPUStats.UsageNanos) and the memory figures but the limit and
+	// OOMKills: 3 files on v1 (cpuacct.usage, memory.usage_in_bytes,
+	// memory.stat) and on v2 (cpu.stat, memory.current, memory.stat). On
+	// v2 cpu.stat also fills the rest of CPUStats.
+	CPUMemory Figures = 1 << iota
+	// LimitFigures are the memory and pids limits (MemoryStats.Limit,
+	// PidsStats.Limit): memory.limit_in_bytes and pids.max on v1,
+	// memory.max and pids.max on v2.
+	LimitFigures
+	// Detail is the rest: CPU time by mode and CFS throttling, OOMKills,
+	// the pids count and block I/O (6 more files on v1, 3 on v2).
+	Detail
+
+	// AllFigures is every figure of Stats.
+	AllFigures = CPUMemory | LimitFigures | Detail
+)
+
+// Stats reads every figure of the cgroup at path: ReadStats(path,
+// AllFigures).
+func (m *Manager) Stats(path string) (*Stats, error) { return m.ReadStats(path, AllFigures) }
+
+// ReadStats reads the figures of the cgroup at path (relative to the
+// hierarchies' roots, as PodCgroupParent and ContainerCgroup return it) that
+// fig selects, on every hierarchy the manager drives: the CPUMemory
+// figures always, the Limits and Detail ones if fig has them (else they
+// read 0). A cgroup that does not exist yields an error wrapping
 // errdefs.ErrNotFound. Safe for concurrent use; it only reads.
 //
-// On cgroup v1 the cpu, cpuacct, memory and pids figures come from
-// containerd/cgroups; block I/O from the recursive blkio.throttle files
-// (see readBlkioV1), which the kernel fills only for disks whose throttling
-// is set up (see doc.go). On v2 everything comes from containerd/cgroups.
-func (m *Manager) Stats(path string) (*Stats, error) {
+// It reads only the files these figures come from (see stats_read.go). On
+// cgroup v1, block I/O comes from the recursive blkio.throttle files (see
+// readBlkioV1), which the kernel fills only for disks whose throttling is
+// set up (see doc.go).
+func (m *Manager) ReadStats(path string, fig Figures) (*Stats, error) {
 	if m.version == 2 {
-		return m.statsV2(path)
+		return m.readStatsV2(path, fig, nil)
 	}
-	return m.statsV1(path)
-}
-
-func (m *Manager) statsV1(path string) (*Stats, error) {
-	subsystems := m.statSubsystems
-	cg, err := cgroup1.Load(cgroup1.StaticPath(path), cgroup1.WithHierarchy(func() ([]cgroup1.Subsystem, error) { return subsystems, nil }))
-	if err != nil {
-		if errors.Is(err, cgroup1.ErrCgroupDeleted) {
-			return nil, fmt.Errorf("cgroup %s: %w", path, errdefs.ErrNotFound)
-		}
-		return nil, fmt.Errorf("load cgroup %s: %w", path, err)
-	}
-	met, err := cg.Stat(cgroup1.IgnoreNotExist)
-	if err != nil {
-		return nil, fmt.Errorf("read cgroup %s: %w", path, err)
-	}
-	var s Stats
-	if c := met.GetCPU(); c != nil {
-		u, t := c.GetUsage(), c.GetThrottling()
-		s.CPU = CPUStats{
-			UsageNanos: u.GetTotal(), UserNanos: u.GetUser(), SystemNanos: u.GetKernel(),
-			Periods: t.GetPeriods(), ThrottledPeriods: t.GetThrottledPeriods(), ThrottledNanos: t.GetThrottledTime(),
-		}
-	}
-	if mem := met.GetMemory(); mem != nil {
-		usage := mem.GetUsage().GetUsage()
-		s.Memory = MemoryStats{
-			Usage:           usage,
-			WorkingSet:      workingSet(usage, mem.GetTotalInactiveFile()),
-			RSS:             mem.GetTotalRSS(),
-			Cache:           mem.GetTotalCache(),
-			PageFaults:      mem.GetTotalPgFault(),
-			MajorPageFaults: mem.GetTotalPgMajFault(),
-			Limit:           limitOrZero(mem.GetUsage().GetLimit()),
-			OOMKills:        met.GetMemoryOomControl().GetOomKill(),
-		}
-	}
-	if p := met.GetPids(); p != nil {
-		s.Pids = PidsStats{Current: p.GetCurrent(), Limit: limitOrZero(p.GetLimit())}
-	}
-	blkio := filepath.Join(m.cfg.MountRoot, string(cgroup1.Blkio), path)
-	if _, err := os.Stat(blkio); err == nil {
-		if s.IO, err = readBlkioV1(blkio); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("read block I/O of cgroup %s: %w", path, err)
-		}
-	}
-	return &s, nil
-}
-
-func (m *Manager) statsV2(path string) (*Stats, error) {
-	if _, err := os.Stat(filepath.Join(m.cfg.MountRoot, path)); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("cgroup %s: %w", path, errdefs.ErrNotFound)
-		}
-		return nil, err
-	}
-	cg, err := cgroup2.Load(path, cgroup2.WithMountpoint(m.cfg.MountRoot))
-	if err != nil {
-		return nil, fmt.Errorf("load cgroup %s: %w", path, err)
-	}
-	met, err := cg.StatFiltered(cgroup2.StatPids | cgroup2.StatCPU | cgroup2.StatMemory | cgroup2.StatMemoryEvents | cgroup2.StatIO)
-	if err != nil {
-		return nil, fmt.Errorf("read cgroup %s: %w", path, err)
-	}
-	var s Stats
-	if c := met.GetCPU(); c != nil {
-		s.CPU = CPUStats{
-			UsageNanos: c.GetUsageUsec() * 1000, UserNanos: c.GetUserUsec() * 1000, SystemNanos: c.GetSystemUsec() * 1000,
-			Periods: c.GetNrPeriods(), ThrottledPeriods: c.GetNrThrottled(), ThrottledNanos: c.GetThrottledUsec() * 1000,
-		}
-	}
-	if mem := met.GetMemory(); mem != nil {
-		s.Memory = MemoryStats{
-			Usage:           mem.GetUsage(),
-			WorkingSet:      workingSet(mem.GetUsage(), mem.GetInactiveFile()),
-			RSS:             mem.GetAnon(),
-			Cache:           mem.GetFile(),
-			PageFaults:      mem.GetPgfault(),
-			MajorPageFaults: mem.GetPgmajfault(),
-			Limit:           limitOrZero(mem.GetUsageLimit()),
-			OOMKills:        met.GetMemoryEvents().GetOomKill(),
-		}
-	}
-	if p := met.GetPids(); p != nil {
-		s.Pids = PidsStats{Current: p.GetCurrent(), Limit: limitOrZero(p.GetLimit())}
-	}
-	byDev := map[[2]uint64]*IOStats{}
-	for _, e := range met.GetIo().GetUsage() {
-		byDev[[2]uint64{e.GetMajor(), e.GetMinor()}] = &IOStats{
-			Major: e.GetMajor(), Minor: e.GetMinor(),
-			ReadBytes: e.GetRbytes(), WriteBytes: e.GetWbytes(), ReadOps: e.GetRios(), WriteOps: e.GetWios(),
-		}
-	}
-	s.IO = sortedIO(byDev)
-	return &s, nil
+	return m.readStatsV1(path, fig, nil)
 }
 
 // workingSet is usage less the inactive page cache, as cAdvisor counts it.

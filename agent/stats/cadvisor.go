@@ -2,9 +2,9 @@ package stats
 
 import (
 	"net/http"
+	"sort"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/minikubelet/minikubelet/cgroups"
 )
@@ -14,55 +14,100 @@ import (
 // container, id (the cgroup path), image, name (the container ID),
 // namespace and pod; a pod's own cgroup is the series with container=""
 // (which carries the pod's network figures, as the network belongs to the
-// pod), and the node's root cgroup the one with id="/". Each request
-// gathers a snapshot into a registry of its own.
+// pod), and the node's root cgroup the one with id="/". A container's
+// filesystem series are its writable layer's (usage from the runtime,
+// limit and inodes of the filesystem it is on); the root's are the node's
+// filesystem (the root dir's). The cpu spec series (shares, quota,
+// period) are read from the cgroups at most FsMaxAge ago (see snapshot).
+// The body is written as it is made, in the text format (promtext.go).
 func (p *Provider) CadvisorHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(&collector{p: p, snap: p.snapshot(r.Context())})
-		promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(w, r)
+		ctx := r.Context()
+		c := &collector{p: p, snap: p.snapshot(ctx, needCadvisor), fs: p.cachedFs(ctx)}
+		rows := c.rows()
+		out, end := metricsResponse(w, r, &p.gzip)
+		defer end()
+		t := newTextWriter(out)
+		c.write(t, rows)
+		_ = t.flush() // a client gone
 	})
 }
 
-// collector turns one snapshot into metrics. It describes nothing up front
-// (an unchecked collector): its series depend on the pods running.
+// collector turns one snapshot into metrics.
 type collector struct {
 	p    *Provider
 	snap *snapshot
+	fs   *fsSnapshot
 }
 
-func (c *collector) Describe(chan<- *prometheus.Desc) {}
+// baseLabels are the labels of every per-cgroup series, sorted.
+var baseLabels = [...]string{"container", "id", "image", "name", "namespace", "pod"}
 
-// row is one cgroup's series: base label values, figures, and the
+// row is one cgroup's series: base label pairs, figures, and the
 // network of the pod when the row is a pod's.
 type row struct {
-	labels  []string // container, id, image, name, namespace, pod
+	// pairs are the base labels' pairs, in baseLabels' order.
+	pairs   [len(baseLabels)]string
+	path    string
 	stats   *cgroups.Stats
 	net     []netInterface
 	start   float64 // seconds since the epoch; 0 when unknown
 	isChild bool    // a container: its own figures are its hierarchy's
+	// spec is the cgroup's cpu configuration; nil when it cannot be read.
+	spec *cgroups.CPUSpec
+	// fs is the row's filesystem (a container's writable layer, the
+	// node's root filesystem) on device; nil for none.
+	fs     *statsapi.FsStats
+	device string
+	// devicePair, ioPairs and netPairs are the label pairs of device, of
+	// each entry of stats.IO (device) and of net (interface).
+	devicePair        string
+	ioPairs, netPairs []string
+}
+
+func newRow(path string, values ...string) row {
+	r := row{path: path}
+	for i, v := range values {
+		r.pairs[i] = pair(baseLabels[i], v)
+	}
+	return r
 }
 
 func (c *collector) rows() []row {
-	var out []row
+	out := make([]row, 0, 2+3*len(c.snap.podList))
 	if s := c.snap.node; s != nil {
-		out = append(out, row{labels: []string{"", s.path, "", "", "", ""}, stats: s.stats, start: unix(c.p.bootTime)})
+		r := newRow(s.path, "", s.path, "", "", "", "")
+		r.stats, r.spec, r.start, r.fs, r.device = s.stats, s.spec, unix(c.p.bootTime), c.fs.node, c.fs.nodeDevice
+		out = append(out, r)
 	}
 	if s := c.snap.pods; s != nil && s.path != c.snap.node.pathOr("") {
-		out = append(out, row{labels: []string{"", s.path, "", "", "", ""}, stats: s.stats, start: unix(c.p.bootTime)})
+		r := newRow(s.path, "", s.path, "", "", "", "")
+		r.stats, r.spec, r.start = s.stats, s.spec, unix(c.p.bootTime)
+		out = append(out, r)
 	}
 	for _, ps := range c.snap.podList {
 		if ps.own != nil {
-			out = append(out, row{
-				labels: []string{"", ps.own.path, "", "", ps.pod.Namespace, ps.pod.Name},
-				stats:  ps.own.stats, net: ps.net, start: unix(ps.pod.StartTime),
-			})
+			r := newRow(ps.own.path, "", ps.own.path, "", "", ps.pod.Namespace, ps.pod.Name)
+			r.stats, r.spec, r.net, r.start = ps.own.stats, ps.own.spec, ps.net, unix(ps.pod.StartTime)
+			out = append(out, r)
 		}
 		for _, cs := range ps.containers {
-			out = append(out, row{
-				labels: []string{cs.c.Name, cs.s.path, cs.c.Image, cs.c.ID, ps.pod.Namespace, ps.pod.Name},
-				stats:  cs.s.stats, start: unix(cs.c.StartTime), isChild: true,
-			})
+			r := newRow(cs.s.path, cs.c.Name, cs.s.path, cs.c.Image, cs.c.ID, ps.pod.Namespace, ps.pod.Name)
+			r.stats, r.spec, r.start, r.isChild = cs.s.stats, cs.s.spec, unix(cs.c.StartTime), true
+			r.fs, r.device = c.fs.rootfs[cs.c.ID], c.fs.rootfsDevice[cs.c.ID]
+			out = append(out, r)
+		}
+	}
+	for i := range out {
+		r := &out[i]
+		if r.fs != nil {
+			r.devicePair = pair("device", r.device)
+		}
+		for _, d := range r.stats.IO {
+			r.ioPairs = append(r.ioPairs, c.p.devicePair(d.Major, d.Minor))
+		}
+		for _, n := range r.net {
+			r.netPairs = append(r.netPairs, pair("interface", n.Name))
 		}
 	}
 	return out
@@ -75,163 +120,257 @@ func (s *sample) pathOr(def string) string {
 	return s.path
 }
 
-// metric is one cAdvisor metric: its name, help, type, extra labels, and
-// the values of a row.
+// emitter writes the samples of one metric and row.
+type emitter struct {
+	t *textWriter
+	m *metric
+	r *row
+}
+
+// emit writes one sample: its value and the pairs of its extra labels
+// (metric.extra), "" past those.
+func (e *emitter) emit(v float64, extra1, extra2 string) {
+	t := e.t
+	extra := [2]string{extra1, extra2}
+	t.series()
+	b := append(t.buf, '{')
+	for i, o := range e.m.order {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if o < len(baseLabels) {
+			b = append(b, e.r.pairs[o]...)
+		} else {
+			b = append(b, extra[o-len(baseLabels)]...)
+		}
+	}
+	t.buf = append(b, '}')
+	t.value(v, -1)
+}
+
+// metric is one cAdvisor metric family: its name, help, type and extra
+// labels, and either the samples of a row (each) or, for a family of the
+// machine with no labels, its one value (machine).
 type metric struct {
 	name, help string
-	typ        prometheus.ValueType
+	typ        metricType
 	extra      []string
-	values     func(c *collector, r *row) []value
+	each       func(r *row, e *emitter)
+	machine    func(c *collector) (float64, bool)
+	// order is the order in which a sample's label pairs are written:
+	// i < len(baseLabels) for base pair i, else extra pair
+	// i-len(baseLabels); set by cadvisorMetrics.
+	order []int
 }
-
-type value struct {
-	v      float64
-	labels []string
-}
-
-func one(v float64, labels ...string) []value { return []value{{v: v, labels: labels}} }
 
 const nanos = 1e9
 
-// cadvisorMetrics lists what is served, with cAdvisor's help texts.
+// Label pairs that do not vary.
+var (
+	cpuTotalPair       = pair("cpu", "total")
+	pgfaultPair        = pair("failure_type", "pgfault")
+	pgmajfaultPair     = pair("failure_type", "pgmajfault")
+	hierarchyScopePair = pair("scope", "hierarchy")
+	containerScopePair = pair("scope", "container")
+)
+
+// cadvisorMetrics lists what is served, with cAdvisor's help texts, sorted
+// by name (the order of the output).
 func cadvisorMetrics() []metric {
-	cpu := func(f func(*cgroups.CPUStats) float64) func(*collector, *row) []value {
-		return func(_ *collector, r *row) []value { return one(f(&r.stats.CPU)) }
+	one := func(f func(r *row) float64) func(*row, *emitter) {
+		return func(r *row, e *emitter) { e.emit(f(r), "", "") }
+	}
+	cpu := func(f func(*cgroups.CPUStats) float64) func(*row, *emitter) {
+		return one(func(r *row) float64 { return f(&r.stats.CPU) })
 	}
 	// CFS figures exist only for cgroups with a quota, as cAdvisor's.
-	cfs := func(f func(*cgroups.CPUStats) float64) func(*collector, *row) []value {
-		return func(_ *collector, r *row) []value {
-			if r.stats.CPU.Periods == 0 {
-				return nil
+	cfs := func(f func(*cgroups.CPUStats) float64) func(*row, *emitter) {
+		return func(r *row, e *emitter) {
+			if r.stats.CPU.Periods != 0 {
+				e.emit(f(&r.stats.CPU), "", "")
 			}
-			return one(f(&r.stats.CPU))
 		}
 	}
-	mem := func(f func(*cgroups.MemoryStats) float64) func(*collector, *row) []value {
-		return func(_ *collector, r *row) []value { return one(f(&r.stats.Memory)) }
+	mem := func(f func(*cgroups.MemoryStats) float64) func(*row, *emitter) {
+		return one(func(r *row) float64 { return f(&r.stats.Memory) })
 	}
-	io := func(f func(*cgroups.IOStats) float64) func(*collector, *row) []value {
-		return func(c *collector, r *row) []value {
-			out := make([]value, 0, len(r.stats.IO))
+	io := func(f func(*cgroups.IOStats) float64) func(*row, *emitter) {
+		return func(r *row, e *emitter) {
 			for i := range r.stats.IO {
-				d := &r.stats.IO[i]
-				out = append(out, value{v: f(d), labels: []string{c.p.deviceName(d.Major, d.Minor)}})
+				e.emit(f(&r.stats.IO[i]), r.ioPairs[i], "")
 			}
-			return out
 		}
 	}
-	network := func(f func(*netInterface) float64) func(*collector, *row) []value {
-		return func(_ *collector, r *row) []value {
-			out := make([]value, 0, len(r.net))
+	network := func(f func(*netInterface) float64) func(*row, *emitter) {
+		return func(r *row, e *emitter) {
 			for i := range r.net {
-				out = append(out, value{v: f(&r.net[i]), labels: []string{r.net[i].Name}})
+				e.emit(f(&r.net[i]), r.netPairs[i], "")
 			}
-			return out
 		}
 	}
-	counter, gauge := prometheus.CounterValue, prometheus.GaugeValue
-	return []metric{
-		{"container_cpu_usage_seconds_total", "Cumulative cpu time consumed in seconds.", counter, []string{"cpu"},
-			func(_ *collector, r *row) []value { return one(float64(r.stats.CPU.UsageNanos)/nanos, "total") }},
-		{"container_cpu_user_seconds_total", "Cumulative user cpu time consumed in seconds.", counter, nil,
-			cpu(func(s *cgroups.CPUStats) float64 { return float64(s.UserNanos) / nanos })},
-		{"container_cpu_system_seconds_total", "Cumulative system cpu time consumed in seconds.", counter, nil,
-			cpu(func(s *cgroups.CPUStats) float64 { return float64(s.SystemNanos) / nanos })},
-		{"container_cpu_cfs_periods_total", "Number of elapsed enforcement period intervals.", counter, nil,
-			cfs(func(s *cgroups.CPUStats) float64 { return float64(s.Periods) })},
-		{"container_cpu_cfs_throttled_periods_total", "Number of throttled period intervals.", counter, nil,
-			cfs(func(s *cgroups.CPUStats) float64 { return float64(s.ThrottledPeriods) })},
-		{"container_cpu_cfs_throttled_seconds_total", "Total time duration the container has been throttled.", counter, nil,
-			cfs(func(s *cgroups.CPUStats) float64 { return float64(s.ThrottledNanos) / nanos })},
-		{"container_memory_usage_bytes", "Current memory usage in bytes, including all memory regardless of when it was accessed", gauge, nil,
-			mem(func(s *cgroups.MemoryStats) float64 { return float64(s.Usage) })},
-		{"container_memory_working_set_bytes", "Current working set in bytes.", gauge, nil,
-			mem(func(s *cgroups.MemoryStats) float64 { return float64(s.WorkingSet) })},
-		{"container_memory_rss", "Size of RSS in bytes.", gauge, nil,
-			mem(func(s *cgroups.MemoryStats) float64 { return float64(s.RSS) })},
-		{"container_memory_cache", "Number of bytes of page cache memory.", gauge, nil,
-			mem(func(s *cgroups.MemoryStats) float64 { return float64(s.Cache) })},
-		{"container_memory_failures_total", "Cumulative count of memory allocation failures.", counter, []string{"failure_type", "scope"},
-			func(_ *collector, r *row) []value {
+	// The spec figures cAdvisor has for every cgroup (shares) or for
+	// those that set them (period, quota).
+	spec := func(f func(*cgroups.CPUSpec) uint64, always bool) func(*row, *emitter) {
+		return func(r *row, e *emitter) {
+			if r.spec != nil && (always || f(r.spec) != 0) {
+				e.emit(float64(f(r.spec)), "", "")
+			}
+		}
+	}
+	fsFigure := func(f func(*statsapi.FsStats) *uint64) func(*row, *emitter) {
+		return func(r *row, e *emitter) {
+			if r.fs != nil && f(r.fs) != nil {
+				e.emit(float64(*f(r.fs)), r.devicePair, "")
+			}
+		}
+	}
+	ms := []metric{
+		{name: "container_spec_cpu_shares", help: "CPU share of the container.", typ: gauge,
+			each: spec(func(s *cgroups.CPUSpec) uint64 { return s.Shares }, true)},
+		{name: "container_spec_cpu_period", help: "CPU period of the container.", typ: gauge,
+			each: spec(func(s *cgroups.CPUSpec) uint64 { return s.PeriodMicros }, false)},
+		{name: "container_spec_cpu_quota", help: "CPU quota of the container.", typ: gauge,
+			each: spec(func(s *cgroups.CPUSpec) uint64 { return s.QuotaMicros }, false)},
+		{name: "container_fs_usage_bytes", help: "Number of bytes that are consumed by the container on this filesystem.", typ: gauge, extra: []string{"device"},
+			each: fsFigure(func(s *statsapi.FsStats) *uint64 { return s.UsedBytes })},
+		{name: "container_fs_limit_bytes", help: "Number of bytes that can be consumed by the container on this filesystem.", typ: gauge, extra: []string{"device"},
+			each: fsFigure(func(s *statsapi.FsStats) *uint64 { return s.CapacityBytes })},
+		{name: "container_fs_inodes_free", help: "Number of available Inodes", typ: gauge, extra: []string{"device"},
+			each: fsFigure(func(s *statsapi.FsStats) *uint64 { return s.InodesFree })},
+		{name: "container_fs_inodes_total", help: "Number of Inodes", typ: gauge, extra: []string{"device"},
+			each: fsFigure(func(s *statsapi.FsStats) *uint64 { return s.Inodes })},
+		{name: "container_cpu_usage_seconds_total", help: "Cumulative cpu time consumed in seconds.", typ: counter, extra: []string{"cpu"},
+			each: func(r *row, e *emitter) { e.emit(float64(r.stats.CPU.UsageNanos)/nanos, cpuTotalPair, "") }},
+		{name: "container_cpu_user_seconds_total", help: "Cumulative user cpu time consumed in seconds.", typ: counter,
+			each: cpu(func(s *cgroups.CPUStats) float64 { return float64(s.UserNanos) / nanos })},
+		{name: "container_cpu_system_seconds_total", help: "Cumulative system cpu time consumed in seconds.", typ: counter,
+			each: cpu(func(s *cgroups.CPUStats) float64 { return float64(s.SystemNanos) / nanos })},
+		{name: "container_cpu_cfs_periods_total", help: "Number of elapsed enforcement period intervals.", typ: counter,
+			each: cfs(func(s *cgroups.CPUStats) float64 { return float64(s.Periods) })},
+		{name: "container_cpu_cfs_throttled_periods_total", help: "Number of throttled period intervals.", typ: counter,
+			each: cfs(func(s *cgroups.CPUStats) float64 { return float64(s.ThrottledPeriods) })},
+		{name: "container_cpu_cfs_throttled_seconds_total", help: "Total time duration the container has been throttled.", typ: counter,
+			each: cfs(func(s *cgroups.CPUStats) float64 { return float64(s.ThrottledNanos) / nanos })},
+		{name: "container_memory_usage_bytes", help: "Current memory usage in bytes, including all memory regardless of when it was accessed", typ: gauge,
+			each: mem(func(s *cgroups.MemoryStats) float64 { return float64(s.Usage) })},
+		{name: "container_memory_working_set_bytes", help: "Current working set in bytes.", typ: gauge,
+			each: mem(func(s *cgroups.MemoryStats) float64 { return float64(s.WorkingSet) })},
+		{name: "container_memory_rss", help: "Size of RSS in bytes.", typ: gauge,
+			each: mem(func(s *cgroups.MemoryStats) float64 { return float64(s.RSS) })},
+		{name: "container_memory_cache", help: "Number of bytes of page cache memory.", typ: gauge,
+			each: mem(func(s *cgroups.MemoryStats) float64 { return float64(s.Cache) })},
+		{name: "container_memory_failures_total", help: "Cumulative count of memory allocation failures.", typ: counter, extra: []string{"failure_type", "scope"},
+			each: func(r *row, e *emitter) {
 				m := &r.stats.Memory
-				out := []value{
-					{v: float64(m.PageFaults), labels: []string{"pgfault", "hierarchy"}},
-					{v: float64(m.MajorPageFaults), labels: []string{"pgmajfault", "hierarchy"}},
-				}
+				e.emit(float64(m.PageFaults), pgfaultPair, hierarchyScopePair)
+				e.emit(float64(m.MajorPageFaults), pgmajfaultPair, hierarchyScopePair)
 				if r.isChild { // a container's own figures are its hierarchy's
-					out = append(out,
-						value{v: float64(m.PageFaults), labels: []string{"pgfault", "container"}},
-						value{v: float64(m.MajorPageFaults), labels: []string{"pgmajfault", "container"}})
+					e.emit(float64(m.PageFaults), pgfaultPair, containerScopePair)
+					e.emit(float64(m.MajorPageFaults), pgmajfaultPair, containerScopePair)
 				}
-				return out
 			}},
-		{"container_spec_memory_limit_bytes", "Memory limit for the container.", gauge, nil,
-			mem(func(s *cgroups.MemoryStats) float64 { return float64(s.Limit) })},
-		{"container_oom_events_total", "Count of out of memory events observed for the container", counter, nil,
-			mem(func(s *cgroups.MemoryStats) float64 { return float64(s.OOMKills) })},
-		{"container_fs_reads_bytes_total", "Cumulative count of bytes read", counter, []string{"device"},
-			io(func(d *cgroups.IOStats) float64 { return float64(d.ReadBytes) })},
-		{"container_fs_writes_bytes_total", "Cumulative count of bytes written", counter, []string{"device"},
-			io(func(d *cgroups.IOStats) float64 { return float64(d.WriteBytes) })},
-		{"container_fs_reads_total", "Cumulative count of reads completed", counter, []string{"device"},
-			io(func(d *cgroups.IOStats) float64 { return float64(d.ReadOps) })},
-		{"container_fs_writes_total", "Cumulative count of writes completed", counter, []string{"device"},
-			io(func(d *cgroups.IOStats) float64 { return float64(d.WriteOps) })},
-		{"container_network_receive_bytes_total", "Cumulative count of bytes received", counter, []string{"interface"},
-			network(func(i *netInterface) float64 { return float64(i.RxBytes) })},
-		{"container_network_receive_packets_total", "Cumulative count of packets received", counter, []string{"interface"},
-			network(func(i *netInterface) float64 { return float64(i.RxPackets) })},
-		{"container_network_receive_packets_dropped_total", "Cumulative count of packets dropped while receiving", counter, []string{"interface"},
-			network(func(i *netInterface) float64 { return float64(i.RxDropped) })},
-		{"container_network_receive_errors_total", "Cumulative count of errors encountered while receiving", counter, []string{"interface"},
-			network(func(i *netInterface) float64 { return float64(i.RxErrors) })},
-		{"container_network_transmit_bytes_total", "Cumulative count of bytes transmitted", counter, []string{"interface"},
-			network(func(i *netInterface) float64 { return float64(i.TxBytes) })},
-		{"container_network_transmit_packets_total", "Cumulative count of packets transmitted", counter, []string{"interface"},
-			network(func(i *netInterface) float64 { return float64(i.TxPackets) })},
-		{"container_network_transmit_packets_dropped_total", "Cumulative count of packets dropped while transmitting", counter, []string{"interface"},
-			network(func(i *netInterface) float64 { return float64(i.TxDropped) })},
-		{"container_network_transmit_errors_total", "Cumulative count of errors encountered while transmitting", counter, []string{"interface"},
-			network(func(i *netInterface) float64 { return float64(i.TxErrors) })},
+		{name: "container_spec_memory_limit_bytes", help: "Memory limit for the container.", typ: gauge,
+			each: mem(func(s *cgroups.MemoryStats) float64 { return float64(s.Limit) })},
+		{name: "container_oom_events_total", help: "Count of out of memory events observed for the container", typ: counter,
+			each: mem(func(s *cgroups.MemoryStats) float64 { return float64(s.OOMKills) })},
+		{name: "container_fs_reads_bytes_total", help: "Cumulative count of bytes read", typ: counter, extra: []string{"device"},
+			each: io(func(d *cgroups.IOStats) float64 { return float64(d.ReadBytes) })},
+		{name: "container_fs_writes_bytes_total", help: "Cumulative count of bytes written", typ: counter, extra: []string{"device"},
+			each: io(func(d *cgroups.IOStats) float64 { return float64(d.WriteBytes) })},
+		{name: "container_fs_reads_total", help: "Cumulative count of reads completed", typ: counter, extra: []string{"device"},
+			each: io(func(d *cgroups.IOStats) float64 { return float64(d.ReadOps) })},
+		{name: "container_fs_writes_total", help: "Cumulative count of writes completed", typ: counter, extra: []string{"device"},
+			each: io(func(d *cgroups.IOStats) float64 { return float64(d.WriteOps) })},
+		{name: "container_network_receive_bytes_total", help: "Cumulative count of bytes received", typ: counter, extra: []string{"interface"},
+			each: network(func(i *netInterface) float64 { return float64(i.RxBytes) })},
+		{name: "container_network_receive_packets_total", help: "Cumulative count of packets received", typ: counter, extra: []string{"interface"},
+			each: network(func(i *netInterface) float64 { return float64(i.RxPackets) })},
+		{name: "container_network_receive_packets_dropped_total", help: "Cumulative count of packets dropped while receiving", typ: counter, extra: []string{"interface"},
+			each: network(func(i *netInterface) float64 { return float64(i.RxDropped) })},
+		{name: "container_network_receive_errors_total", help: "Cumulative count of errors encountered while receiving", typ: counter, extra: []string{"interface"},
+			each: network(func(i *netInterface) float64 { return float64(i.RxErrors) })},
+		{name: "container_network_transmit_bytes_total", help: "Cumulative count of bytes transmitted", typ: counter, extra: []string{"interface"},
+			each: network(func(i *netInterface) float64 { return float64(i.TxBytes) })},
+		{name: "container_network_transmit_packets_total", help: "Cumulative count of packets transmitted", typ: counter, extra: []string{"interface"},
+			each: network(func(i *netInterface) float64 { return float64(i.TxPackets) })},
+		{name: "container_network_transmit_packets_dropped_total", help: "Cumulative count of packets dropped while transmitting", typ: counter, extra: []string{"interface"},
+			each: network(func(i *netInterface) float64 { return float64(i.TxDropped) })},
+		{name: "container_network_transmit_errors_total", help: "Cumulative count of errors encountered while transmitting", typ: counter, extra: []string{"interface"},
+			each: network(func(i *netInterface) float64 { return float64(i.TxErrors) })},
 		// pids.current counts tasks, which are threads.
-		{"container_threads", "Number of threads running inside the container", gauge, nil,
-			func(_ *collector, r *row) []value { return one(float64(r.stats.Pids.Current)) }},
-		{"container_threads_max", "Maximum number of threads allowed inside the container, infinity if value is zero", gauge, nil,
-			func(_ *collector, r *row) []value { return one(float64(r.stats.Pids.Limit)) }},
-		{"container_start_time_seconds", "Start time of the container since unix epoch in seconds.", gauge, nil,
-			func(_ *collector, r *row) []value {
-				if r.start == 0 {
-					return nil
+		{name: "container_threads", help: "Number of threads running inside the container", typ: gauge,
+			each: one(func(r *row) float64 { return float64(r.stats.Pids.Current) })},
+		{name: "container_threads_max", help: "Maximum number of threads allowed inside the container, infinity if value is zero", typ: gauge,
+			each: one(func(r *row) float64 { return float64(r.stats.Pids.Limit) })},
+		{name: "container_start_time_seconds", help: "Start time of the container since unix epoch in seconds.", typ: gauge,
+			each: func(r *row, e *emitter) {
+				if r.start != 0 {
+					e.emit(r.start, "", "")
 				}
-				return one(r.start)
 			}},
+		{name: "machine_cpu_cores", help: "Number of logical CPU cores.", typ: gauge,
+			machine: func(c *collector) (float64, bool) {
+				return float64(c.p.cfg.MachineCores), c.p.cfg.MachineCores > 0
+			}},
+		{name: "machine_memory_bytes", help: "Amount of memory installed on the machine.", typ: gauge,
+			machine: func(c *collector) (float64, bool) {
+				return float64(c.p.cfg.MachineMemory), c.p.cfg.MachineMemory > 0
+			}},
+		{name: "container_scrape_error", help: "1 if there was an error while getting container metrics, 0 otherwise", typ: gauge,
+			machine: func(c *collector) (float64, bool) {
+				if c.snap.errors > 0 {
+					return 1, true
+				}
+				return 0, true
+			}},
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].name < ms[j].name })
+	for i := range ms {
+		ms[i].order = labelOrder(ms[i].extra)
+	}
+	return ms
+}
+
+// labelOrder merges baseLabels and extra (each sorted) into the order of
+// a sample's label pairs (see metric.order).
+func labelOrder(extra []string) []int {
+	order := make([]int, 0, len(baseLabels)+len(extra))
+	b, e := 0, 0
+	for b < len(baseLabels) || e < len(extra) {
+		if e == len(extra) || (b < len(baseLabels) && baseLabels[b] < extra[e]) {
+			order = append(order, b)
+			b++
+		} else {
+			order = append(order, len(baseLabels)+e)
+			e++
+		}
+	}
+	return order
+}
+
+// write writes every family of the snapshot's rows to t.
+func (c *collector) write(t *textWriter, rows []row) {
+	for mi := range c.p.cadvisor {
+		m := &c.p.cadvisor[mi]
+		t.family(m.name, m.help, m.typ)
+		if m.machine != nil {
+			if v, ok := m.machine(c); ok {
+				t.sample(v, -1)
+			}
+			continue
+		}
+		e := emitter{t: t, m: m}
+		for ri := range rows {
+			e.r = &rows[ri]
+			m.each(e.r, &e)
+			if t.err != nil {
+				return
+			}
+		}
 	}
 }
 
-func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	base := []string{"container", "id", "image", "name", "namespace", "pod"}
-	rows := c.rows()
-	for _, m := range cadvisorMetrics() {
-		desc := prometheus.NewDesc(m.name, m.help, append(append([]string{}, base...), m.extra...), nil)
-		for i := range rows {
-			for _, v := range m.values(c, &rows[i]) {
-				labels := append(append([]string{}, rows[i].labels...), v.labels...)
-				ch <- prometheus.MustNewConstMetric(desc, m.typ, v.v, labels...)
-			}
-		}
-	}
-	if c.p.cfg.MachineCores > 0 {
-		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc("machine_cpu_cores", "Number of logical CPU cores.", nil, nil),
-			prometheus.GaugeValue, float64(c.p.cfg.MachineCores))
-	}
-	if c.p.cfg.MachineMemory > 0 {
-		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc("machine_memory_bytes", "Amount of memory installed on the machine.", nil, nil),
-			prometheus.GaugeValue, float64(c.p.cfg.MachineMemory))
-	}
-	scrapeErr := 0.0
-	if c.snap.errors > 0 {
-		scrapeErr = 1
-	}
-	ch <- prometheus.MustNewConstMetric(prometheus.NewDesc("container_scrape_error", "1 if there was an error while getting container metrics, 0 otherwise", nil, nil),
-		prometheus.GaugeValue, scrapeErr)
+// devicePair is the device label pair of a block device (deviceName).
+func (p *Provider) devicePair(major, minor uint64) string {
+	return pair("device", p.deviceName(major, minor))
 }

@@ -5,16 +5,38 @@
 // dashboards read.
 //
 // Data enters through the Config's interfaces: the pods to report, each
-// with its cgroup and its running containers' (PodLister reads them from
-// the agent's pods, the PLEG cache and the cgroup manager), and a cgroup reader (cgroups.Manager) for cpu, memory,
+// with its cgroup, its sandbox's and its running containers' (PodLister
+// reads them from the agent's pods, the PLEG cache and the cgroup
+// manager), and a cgroup reader (cgroups.Manager, and cgroups.StatsFiles,
+// which keeps the statistics files open between reads) for cpu, memory,
 // pids and block I/O. A pod's network figures come from
-// /proc/<pid>/net/dev of one of its processes, which sees the pod's
-// network namespace; the same file of procfs gives the node's. Data leaves
-// as JSON and Prometheus text, from one snapshot shared by every request
-// within Config.MaxAge.
+// /proc/<pid>/net/dev of one of its processes (its sandbox's when it can),
+// which sees the pod's network namespace; the same file of procfs gives
+// the node's. Data leaves as JSON (Summary) and the Prometheus text format
+// 0.0.4, written directly (promtext.go).
 //
-// Departures from the kubelet: no filesystem (rootfs, logs, volumes,
-// ephemeral storage) or PSI figures; the node's system containers list
+// What is read, and how often: each request reads only what it serves (a
+// need): /metrics/resource and only_cpu_and_memory the cpu and memory
+// files of each cgroup (3 on v1 and v2), the Summary those, the memory
+// limit and the pods' processes and network, /metrics/cadvisor every cgroup figure and the network. A
+// snapshot records what it holds and is shared by every request within
+// Config.MaxAge that needs no more; a CPU rate spans at least MaxAge.
+// Slower figures are read at most every Config.FsMaxAge: the runtime's
+// filesystems (image filesystem, writable layers; refreshed in the
+// background by Run, so that no request waits for the runtime), the pods'
+// log and volume directories, and the cgroups' limits and cpu spec
+// (memory and pids limits, cpu shares, quota and period: a change, such
+// as an in-place resize, shows within FsMaxAge; cAdvisor's spec is up to
+// 5 s old, and its statistics up to its housekeeping interval, 10-15 s in
+// the kubelet).
+//
+// The Summary has the node's rlimit (min(pid_max, threads-max) and the
+// tasks of /proc/loadavg), which pid.available is computed from.
+//
+// Departures from the kubelet: no PSI figures; /metrics/cadvisor's root
+// cgroup has the filesystem of the root dir only (cAdvisor lists every
+// filesystem of the host there) and no container_fs_* I/O time series;
+// the node's system containers list
 // only "pods"; pod figures are read from the pod's cgroup, so that they
 // include its sandbox's pause process; page faults are counted over the
 // cgroup's whole hierarchy; a host-network pod reports no network; the

@@ -1,12 +1,15 @@
 package stats
 
 import (
-	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
+
+	sysunix "golang.org/x/sys/unix"
 )
 
 // netInterface is one interface's counters from /proc/<pid>/net/dev.
@@ -22,38 +25,85 @@ func ignoredInterface(name string) bool {
 	return name == "lo" || strings.HasPrefix(name, "veth") || strings.HasPrefix(name, "docker")
 }
 
-// readNetDev parses a net/dev file of procfs, which describes the network
-// namespace of the process it belongs to, leaving out ignoredInterface.
-// Interfaces are sorted by name.
-func readNetDev(path string) ([]netInterface, error) {
-	f, err := os.Open(path) //nolint:gosec // G304: a procfs file of a pod's process
+// readNetDev reads a net/dev file of procfs, which describes the network
+// namespace of the process it belongs to, into p.netBuf, and parses it
+// (parseNetDev). p.mu must be held.
+func (p *Provider) readNetDev(path string) ([]netInterface, error) {
+	b, err := readRaw(path, &p.netBuf)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	return parseNetDev(path, b)
+}
+
+// readRaw reads the file at path into *buf, growing it as needed, with
+// plain open/read/close calls: os.Open would register each file with the
+// runtime's poller, a cost the stats reads make a hundred times a scrape.
+func readRaw(path string, buf *[]byte) ([]byte, error) {
+	fd, err := sysunix.Open(path, sysunix.O_RDONLY|sysunix.O_CLOEXEC, 0)
+	for errors.Is(err, sysunix.EINTR) {
+		fd, err = sysunix.Open(path, sysunix.O_RDONLY|sysunix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer sysunix.Close(fd) //nolint:errcheck // read-only
+	if len(*buf) == 0 {
+		*buf = make([]byte, 4096)
+	}
+	b, n := *buf, 0
+	for {
+		if n == len(b) {
+			b = append(b, make([]byte, len(b))...)
+			*buf = b
+		}
+		m, err := sysunix.Read(fd, b[n:])
+		if errors.Is(err, sysunix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 {
+			return b[:n], nil
+		}
+		n += m
+	}
+}
+
+// parseNetDev parses the content of a net/dev file read from path,
+// leaving out ignoredInterface. Interfaces are sorted by name.
+func parseNetDev(path string, b []byte) ([]netInterface, error) {
 	var out []netInterface
-	sc := bufio.NewScanner(f)
-	for line := 0; sc.Scan(); line++ {
+	for line := 0; len(b) > 0; line++ {
+		var text []byte
+		text, b, _ = bytes.Cut(b, []byte{'\n'})
 		if line < 2 {
 			continue // two header lines
 		}
-		name, rest, ok := strings.Cut(sc.Text(), ":")
+		rawName, rest, ok := bytes.Cut(text, []byte{':'})
 		if !ok {
 			continue
 		}
-		name = strings.TrimSpace(name)
+		name := string(bytes.TrimSpace(rawName))
 		if ignoredInterface(name) {
 			continue
 		}
-		fields := strings.Fields(rest)
-		if len(fields) < 16 {
-			return nil, fmt.Errorf("%s: interface %s has %d fields, want 16", path, name, len(fields))
-		}
 		var v [16]uint64
 		for i := range v {
-			if v[i], err = strconv.ParseUint(fields[i], 10, 64); err != nil {
+			rest = bytes.TrimLeft(rest, " \t")
+			end := bytes.IndexAny(rest, " \t")
+			if end < 0 {
+				end = len(rest)
+			}
+			if end == 0 {
+				return nil, fmt.Errorf("%s: interface %s has %d fields, want 16", path, name, i)
+			}
+			var err error
+			if v[i], err = strconv.ParseUint(string(rest[:end]), 10, 64); err != nil {
 				return nil, fmt.Errorf("%s: interface %s: %w", path, name, err)
 			}
+			rest = rest[end:]
 		}
 		// Receive: bytes packets errs drop fifo frame compressed multicast;
 		// transmit: bytes packets errs drop fifo colls carrier compressed.
@@ -62,9 +112,6 @@ func readNetDev(path string) ([]netInterface, error) {
 			RxBytes: v[0], RxPackets: v[1], RxErrors: v[2], RxDropped: v[3],
 			TxBytes: v[8], TxPackets: v[9], TxErrors: v[10], TxDropped: v[11],
 		})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

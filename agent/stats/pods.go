@@ -24,8 +24,8 @@ type runtimePods interface {
 type podCgroups interface {
 	// PodCgroupParent is the cgroup parent a pod's sandbox gets.
 	PodCgroupParent(pod *v1.Pod) string
-	// FindPodCgroup returns the pod's cgroup as it exists.
-	FindPodCgroup(uid types.UID) (string, bool)
+	// FindPodCgroupOf returns the pod's cgroup as it exists.
+	FindPodCgroupOf(pod *v1.Pod) (string, bool)
 	// ContainerCgroup is the cgroup of container id below parent.
 	ContainerCgroup(parent, id string) string
 }
@@ -74,9 +74,10 @@ func (l PodLister) statsPod(pod *v1.Pod, st *kubecontainer.PodStatus, sb *runtim
 	// The pod's cgroup is looked up rather than derived from its spec: a
 	// sandbox stays in the QoS cgroup it was made in.
 	parent := l.Cgroups.PodCgroupParent(pod)
-	if p, ok := l.Cgroups.FindPodCgroup(pod.UID); ok {
+	if p, ok := l.Cgroups.FindPodCgroupOf(pod); ok {
 		sp.Cgroup, parent = p, p
 	}
+	sp.SandboxCgroup = l.Cgroups.ContainerCgroup(parent, sb.GetId())
 	for _, c := range st.Containers {
 		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING || c.SandboxID != sb.GetId() {
 			continue

@@ -25,8 +25,8 @@ type namingCgroups map[types.UID]string
 
 func (f namingCgroups) PodCgroupParent(pod *v1.Pod) string { return "/kubepods/besteffort" }
 
-func (f namingCgroups) FindPodCgroup(uid types.UID) (string, bool) {
-	p, ok := f[uid]
+func (f namingCgroups) FindPodCgroupOf(pod *v1.Pod) (string, bool) {
+	p, ok := f[pod.UID]
 	return p, ok
 }
 
@@ -68,6 +68,9 @@ func TestPodLister(t *testing.T) {
 		t.Fatalf("StatsPods = %+v, want web and flat", got)
 	}
 	w, f := got[0], got[1]
+	if w.SandboxCgroup != "/kubepods/burstable/podweb/sb2" {
+		t.Errorf("web's sandbox cgroup = %q, want its ready sandbox's", w.SandboxCgroup)
+	}
 	if w.UID != web.UID || w.Cgroup != "/kubepods/burstable/podweb" || !w.StartTime.Equal(created) ||
 		len(w.Containers) != 1 || w.Containers[0].ID != "c2" || w.Containers[0].Cgroup != "/kubepods/burstable/podweb/c2" {
 		t.Errorf("web = %+v, want its cgroup and only c2 below it", w)

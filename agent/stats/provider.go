@@ -33,8 +33,11 @@ type Pod struct {
 	// Cgroup is the pod's cgroup; "" when pods have none of their own
 	// (no --cgroups-per-qos), and the pod's figures are then the sum of
 	// its containers'.
-	Cgroup     string
-	Containers []Container
+	Cgroup string
+	// SandboxCgroup is the cgroup of the pod's sandbox container, whose
+	// process holds the pod's network namespace; "" when not known.
+	SandboxCgroup string
+	Containers    []Container
 }
 
 // Container is one running container of a pod.
@@ -53,22 +56,42 @@ type podSource interface {
 	StatsPods() []Pod
 }
 
-// cgroupReader reads cgroups; *cgroups.Manager is one. Stats of a cgroup
-// that is gone fails with errdefs.ErrNotFound.
+// cgroupReader reads cgroups; *cgroups.Manager is one. ReadStats and
+// CPUSpec of a cgroup that is gone fail with errdefs.ErrNotFound.
 type cgroupReader interface {
-	Stats(path string) (*cgroups.Stats, error)
-	Procs(path string) []int
+	ReadStats(path string, fig cgroups.Figures) (*cgroups.Stats, error)
+	CPUSpec(path string) (cgroups.CPUSpec, error)
+	WalkProcs(path string, known []string, each func(pid int) bool)
 	DeviceName(major, minor uint64) string
 }
 
 var _ cgroupReader = (*cgroups.Manager)(nil)
+
+// openFiles reads cgroups' statistics through files it keeps open between
+// reads; *cgroups.StatsFiles is one. Not safe for concurrent use.
+type openFiles interface {
+	ReadStats(path string, fig cgroups.Figures) (*cgroups.Stats, error)
+	CPUSpec(path string) (cgroups.CPUSpec, error)
+	// Retain closes the files of the cgroups for which keep is false.
+	Retain(keep func(cgroup string) bool)
+	// Close closes every file.
+	Close()
+}
+
+var _ openFiles = (*cgroups.StatsFiles)(nil)
 
 // Config configures a Provider.
 type Config struct {
 	NodeName string
 	Pods     podSource
 	Cgroups  cgroupReader
-	Clock    clock.PassiveClock
+	// Files, if set, reads the cgroups' statistics instead of Cgroups,
+	// keeping their files open between snapshots (a fifth of the cost of
+	// a read, for some 4 KiB of kernel memory a file: see
+	// cgroups.StatsFiles); the Provider closes those of cgroups it no
+	// longer reports after each snapshot, and all of them when Run ends.
+	Files openFiles
+	Clock clock.PassiveClock
 	// NodeCgroup is the cgroup whose figures are the node's ("/");
 	// PodsCgroup the one holding every pod, reported as the system
 	// container "pods" ("" to leave it out).
@@ -87,36 +110,99 @@ type Config struct {
 	MachineMemory uint64
 	// Fs locates the filesystems of the Summary's fs figures.
 	Fs FsConfig
+	// FsMaxAge: the Summary and /metrics/cadvisor serve the runtime's
+	// filesystem figures (the image filesystem, the containers' writable
+	// layers, which containerd's CRI measures about every 10 s) and the
+	// node's read at most this long ago when Run runs, so that a request
+	// does not wait for the runtime, and the cgroups' cpu spec read at
+	// most this long ago. 10 s when zero. See cachedFs and snapshot.
+	FsMaxAge time.Duration
 }
 
 // Provider reads the node's and the pods' usage from cgroups and procfs
 // and serves it as the kubelet's Summary API and cAdvisor metrics. It is
 // safe for concurrent use.
 //
-// Reads are made on demand, at most once per MaxAge: every request within
-// MaxAge of the last read gets the same snapshot. A CPU rate (usageNanoCores)
-// is the usage between a cgroup's two latest reads; a cgroup read for the
-// first time has none, as with the kubelet.
+// Reads are made on demand, and only of what the request needs (see
+// need): every request within MaxAge of the last read gets the same
+// snapshot if it holds what the request needs; one that needs more reads
+// afresh. A CPU rate (usageNanoCores) is the usage between a cgroup's
+// latest read and an earlier one at least MaxAge older; a cgroup read for
+// the first time has none, as with the kubelet.
+//
+// Run refreshes the filesystem figures in the background; without it they
+// are read when a request finds them too old (see cachedFs).
 type Provider struct {
 	cfg      Config
 	bootTime time.Time
+	// cadvisor is the table of /metrics/cadvisor's families; read-only.
+	cadvisor []metric
+	// gzip pools the *gzip.Writers of compressed metrics responses.
+	gzip sync.Pool
 
 	mu sync.Mutex
 	// last is the newest snapshot; guarded by mu, which is held while a
 	// snapshot is read, so that concurrent requests share one read.
 	last *snapshot
-	// prevCPU holds each cgroup's previous cpu usage, for rates; guarded
+	// cpuHist holds each cgroup's earlier cpu usage, for rates; guarded
 	// by mu. Entries of cgroups not seen in a snapshot are dropped.
-	prevCPU map[string]cpuSample
+	cpuHist map[string]cpuHistory
+	// netBuf is the buffer net/dev files are read into; guarded by mu.
+	netBuf []byte
+	// limits holds each cgroup's limits as read at most FsMaxAge ago;
+	// guarded by mu. Entries of cgroups not seen in a snapshot are
+	// dropped.
+	limits map[string]limitsEntry
+	// specs holds each cgroup's cpu spec as read at most FsMaxAge ago;
+	// guarded by mu. Entries of cgroups not seen in a snapshot are
+	// dropped.
+	specs map[string]specEntry
 	// devices caches block device names by "major:minor"; guarded by
 	// devMu, apart from mu so that naming does not wait for a read.
 	devMu   sync.Mutex
 	devices map[string]string
+	// fsLast is the newest filesystem read of /metrics/cadvisor and
+	// fsAt when it was made; guarded by fsMu, apart from mu so that a
+	// slow runtime does not hold up the cgroup figures.
+	fsMu   sync.Mutex
+	fsLast *fsSnapshot
+	fsAt   time.Time
+	// dirs holds the measures of the pods' log and volume directories by
+	// pod UID (podDirs), and dirsGen counts the Summaries that used them;
+	// guarded by dirsMu.
+	dirsMu  sync.Mutex
+	dirs    map[string]*podDirsEntry
+	dirsGen uint64
+	// fsReadMu is held while the filesystems are read, so that one read
+	// serves every request waiting for it.
+	fsReadMu sync.Mutex
+	// fsWanted asks Run for a filesystem read; buffer 1, so that asking
+	// never blocks and asks made while one is pending collapse into it.
+	// Written by cachedFs, read by Run; never closed.
+	fsWanted chan struct{}
 }
 
 type cpuSample struct {
 	usage uint64
 	at    time.Time
+}
+
+// specEntry is a cgroup's cpu spec as read at at.
+type specEntry struct {
+	spec cgroups.CPUSpec
+	at   time.Time
+}
+
+// limitsEntry is a cgroup's memory and pids limits as read at at.
+type limitsEntry struct {
+	memory, pids uint64
+	at           time.Time
+}
+
+// cpuHistory is a cgroup's last two cpu samples kept for rates: cur, and
+// old, at least MaxAge before cur (zero until there is one).
+type cpuHistory struct {
+	cur, old cpuSample
 }
 
 // New returns a Provider; it reads the node's boot time from procfs.
@@ -127,18 +213,58 @@ func New(cfg Config) *Provider {
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = time.Second
 	}
+	if cfg.FsMaxAge <= 0 {
+		cfg.FsMaxAge = 10 * time.Second
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.NodeCgroup == "" {
 		cfg.NodeCgroup = "/"
 	}
-	return &Provider{cfg: cfg, bootTime: bootTime(cfg.ProcRoot), prevCPU: map[string]cpuSample{}, devices: map[string]string{}}
+	return &Provider{
+		cfg: cfg, bootTime: bootTime(cfg.ProcRoot), cadvisor: cadvisorMetrics(),
+		cpuHist: map[string]cpuHistory{}, specs: map[string]specEntry{}, devices: map[string]string{},
+		dirs: map[string]*podDirsEntry{}, limits: map[string]limitsEntry{},
+		fsWanted: make(chan struct{}, 1),
+	}
+}
+
+// need is what a request needs of a snapshot.
+type need struct {
+	// figures are the cgroup figures.
+	figures cgroups.Figures
+	// procs: the pods' process counts (a walk of each pod's cgroups).
+	procs bool
+	// net: the pods' and the node's network (/proc/<pid>/net/dev of one
+	// process of each pod: the walk stops at the first that has one).
+	net bool
+	// spec: the cgroups' cpu spec.
+	spec bool
+}
+
+var (
+	// needResource is what /metrics/resource and a Summary with
+	// only_cpu_and_memory need.
+	needResource = need{figures: cgroups.CPUMemory}
+	// needSummary is what the Summary needs: the memory limit too, for
+	// the available memory.
+	needSummary = need{figures: cgroups.CPUMemory | cgroups.LimitFigures, procs: true, net: true}
+	// needCadvisor is what /metrics/cadvisor needs: every cgroup figure
+	// and the network.
+	needCadvisor = need{figures: cgroups.AllFigures, net: true, spec: true}
+)
+
+// covers reports whether a snapshot read for h holds what n needs.
+func (h need) covers(n need) bool {
+	return h.figures&n.figures == n.figures && (h.procs || !n.procs) && (h.net || !n.net) && (h.spec || !n.spec)
 }
 
 // snapshot is everything read at one instant. Immutable once made.
 type snapshot struct {
-	at      time.Time
+	at time.Time
+	// has is what was read; the figures it does not cover read 0.
+	has     need
 	node    *sample // the node cgroup
 	pods    *sample // the pods cgroup; nil when not configured
 	nodeNet []netInterface
@@ -150,6 +276,8 @@ type snapshot struct {
 type sample struct {
 	path  string
 	stats *cgroups.Stats
+	// spec is the cgroup's cpu spec, when needed and read.
+	spec *cgroups.CPUSpec
 	// nanoCores is the CPU rate since the previous read; nil for a first read.
 	nanoCores *uint64
 }
@@ -167,19 +295,32 @@ type containerSample struct {
 	s *sample
 }
 
-// snapshot returns a snapshot at most MaxAge old, reading one if needed.
-func (p *Provider) snapshot(ctx context.Context) *snapshot {
+// snapshot returns a snapshot at most MaxAge old that holds what n needs,
+// reading one (of what n needs) if the last does not.
+func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.cfg.Clock.Now()
-	if p.last != nil && now.Sub(p.last.at) < p.cfg.MaxAge {
+	if p.last != nil && now.Sub(p.last.at) < p.cfg.MaxAge && p.last.has.covers(n) {
 		return p.last
 	}
 	logger := klog.FromContext(ctx)
-	snap := &snapshot{at: now}
+	snap := &snapshot{at: now, has: n}
 	seen := map[string]bool{}
+	readStats, cpuSpec := p.cfg.Cgroups.ReadStats, p.cfg.Cgroups.CPUSpec
+	if p.cfg.Files != nil {
+		readStats, cpuSpec = p.cfg.Files.ReadStats, p.cfg.Files.CPUSpec
+	}
 	read := func(path string) *sample {
-		st, err := p.cfg.Cgroups.Stats(path)
+		// The limits change only with the pod's resources (an edit, an
+		// in-place resize): read at most every FsMaxAge, as the cpu spec.
+		fig := n.figures
+		cached, haveLimits := p.limits[path]
+		haveLimits = haveLimits && fig&cgroups.LimitFigures != 0 && now.Sub(cached.at) < p.cfg.FsMaxAge && !now.Before(cached.at)
+		if haveLimits {
+			fig &^= cgroups.LimitFigures
+		}
+		st, err := readStats(path, fig)
 		if err != nil {
 			if !errors.Is(err, errdefs.ErrNotFound) {
 				snap.errors++
@@ -188,14 +329,36 @@ func (p *Provider) snapshot(ctx context.Context) *snapshot {
 			return nil
 		}
 		seen[path] = true
-		return &sample{path: path, stats: st, nanoCores: p.rate(path, st.CPU.UsageNanos, now)}
+		switch {
+		case haveLimits:
+			st.Memory.Limit, st.Pids.Limit = cached.memory, cached.pids
+		case fig&cgroups.LimitFigures != 0:
+			p.limits[path] = limitsEntry{memory: st.Memory.Limit, pids: st.Pids.Limit, at: now}
+		}
+		s := &sample{path: path, stats: st, nanoCores: p.rate(path, st.CPU.UsageNanos, now)}
+		if n.spec {
+			e, ok := p.specs[path]
+			if !ok || now.Sub(e.at) >= p.cfg.FsMaxAge || now.Before(e.at) {
+				spec, err := cpuSpec(path)
+				if err != nil {
+					delete(p.specs, path)
+					return s
+				}
+				e = specEntry{spec: spec, at: now}
+				p.specs[path] = e
+			}
+			s.spec = &e.spec
+		}
+		return s
 	}
 	snap.node = read(p.cfg.NodeCgroup)
 	if p.cfg.PodsCgroup != "" {
 		snap.pods = read(p.cfg.PodsCgroup)
 	}
-	if ifs, err := readNetDev(filepath.Join(p.cfg.ProcRoot, "net", "dev")); err == nil {
-		snap.nodeNet = ifs
+	if n.net {
+		if ifs, err := p.readNetDev(filepath.Join(p.cfg.ProcRoot, "net", "dev")); err == nil {
+			snap.nodeNet = ifs
+		}
 	}
 	for _, pod := range p.cfg.Pods.StatsPods() {
 		ps := podSample{pod: pod}
@@ -204,59 +367,111 @@ func (p *Provider) snapshot(ctx context.Context) *snapshot {
 			if ps.own == nil {
 				continue // the pod is gone, or going
 			}
-			procs := p.cfg.Cgroups.Procs(pod.Cgroup)
-			ps.procs = len(procs)
-			if !pod.HostNetwork {
-				ps.net = p.podNetwork(procs)
-			}
 		}
 		for _, c := range pod.Containers {
 			if s := read(c.Cgroup); s != nil {
 				ps.containers = append(ps.containers, containerSample{c: c, s: s})
 			}
 		}
-		if pod.Cgroup == "" && !pod.HostNetwork {
-			var procs []int
-			for _, cs := range ps.containers {
-				procs = append(procs, p.cfg.Cgroups.Procs(cs.s.path)...)
-			}
-			ps.procs = len(procs)
-			ps.net = p.podNetwork(procs)
+		if n.procs || (n.net && !pod.HostNetwork) {
+			p.walkPod(&ps, n)
 		}
 		snap.podList = append(snap.podList, ps)
 	}
-	for path := range p.prevCPU {
+	for path := range p.cpuHist {
 		if !seen[path] {
-			delete(p.prevCPU, path)
+			delete(p.cpuHist, path)
 		}
+	}
+	for path := range p.limits {
+		if !seen[path] {
+			delete(p.limits, path)
+		}
+	}
+	for path := range p.specs {
+		if !seen[path] {
+			delete(p.specs, path)
+		}
+	}
+	if p.cfg.Files != nil {
+		p.cfg.Files.Retain(func(path string) bool { return seen[path] })
 	}
 	p.last = snap
 	return snap
 }
 
 // rate records usage at now for path and returns the CPU rate in
-// nanocores since the previous record; nil for a first record or when the
-// usage went down (a new cgroup at the same path). p.mu must be held.
+// nanocores over at least MaxAge: since the previous record if it is
+// that old (which then becomes the one rates are taken against), else
+// since the one before it, kept for this (a request that needed more
+// than the last snapshot held reads again within MaxAge). Nil for a
+// first record, or when the usage went down (a new cgroup at the same
+// path). p.mu must be held.
 func (p *Provider) rate(path string, usage uint64, now time.Time) *uint64 {
-	prev, ok := p.prevCPU[path]
-	p.prevCPU[path] = cpuSample{usage: usage, at: now}
-	if !ok || usage < prev.usage || !now.After(prev.at) {
+	h, ok := p.cpuHist[path]
+	sample := cpuSample{usage: usage, at: now}
+	switch {
+	case !ok || usage < h.cur.usage || usage < h.old.usage:
+		p.cpuHist[path] = cpuHistory{cur: sample}
+		return nil
+	case now.Sub(h.cur.at) >= p.cfg.MaxAge:
+		h.old, h.cur = h.cur, sample
+	}
+	p.cpuHist[path] = h
+	if h.old.at.IsZero() || !now.After(h.old.at) {
 		return nil
 	}
-	r := uint64(float64(usage-prev.usage) / now.Sub(prev.at).Seconds())
+	r := uint64(float64(usage-h.old.usage) / now.Sub(h.old.at).Seconds())
 	return &r
 }
 
-// podNetwork reads the network interfaces of the pod's network namespace
-// through the first of its processes whose /proc entry can be read.
-func (p *Provider) podNetwork(procs []int) []netInterface {
-	for _, pid := range procs {
-		ifs, err := readNetDev(filepath.Join(p.cfg.ProcRoot, strconv.Itoa(pid), "net", "dev"))
-		if err == nil {
-			return ifs
+// walkPod counts the processes of the pod (n.procs) and reads its
+// network through the first of them whose /proc entry can be read
+// (n.net, unless it is on the host's network), walking its cgroup, or
+// without one its containers'. The walk ends once it has what n needs.
+// p.mu must be held.
+func (p *Provider) walkPod(ps *podSample, n need) {
+	wantNet := n.net && !ps.pod.HostNetwork
+	each := func(pid int) bool {
+		ps.procs++
+		if wantNet {
+			if ifs, err := p.readNetDev(filepath.Join(p.cfg.ProcRoot, strconv.Itoa(pid), "net", "dev")); err == nil {
+				ps.net, wantNet = ifs, false
+			}
+		}
+		return n.procs || wantNet
+	}
+	// Without counts to make, the sandbox's process is the one to ask
+	// for the network: one file to read rather than a walk of the pod.
+	if !n.procs && wantNet && ps.pod.SandboxCgroup != "" {
+		p.cfg.Cgroups.WalkProcs(ps.pod.SandboxCgroup, nil, each)
+		if !wantNet {
+			ps.procs = 0
+			return
 		}
 	}
-	return nil
+	if ps.pod.Cgroup != "" {
+		// The pod's cgroup holds its sandbox's and its containers'.
+		var known []string
+		if ps.pod.SandboxCgroup != "" {
+			known = make([]string, 0, 1+len(ps.pod.Containers))
+			known = append(known, ps.pod.SandboxCgroup)
+			for _, c := range ps.pod.Containers {
+				known = append(known, c.Cgroup)
+			}
+		}
+		p.cfg.Cgroups.WalkProcs(ps.pod.Cgroup, known, each)
+	} else {
+		for _, cs := range ps.containers {
+			if !n.procs && !wantNet {
+				break
+			}
+			p.cfg.Cgroups.WalkProcs(cs.s.path, nil, each)
+		}
+	}
+	if !n.procs {
+		ps.procs = 0
+	}
 }
 
 // deviceName names a block device, caching the answer.

@@ -30,12 +30,36 @@ type fakeCgroups struct {
 	procs map[string][]int
 	fail  map[string]error
 	reads int
+	// figures counts the reads by the figures asked for; procs counts
+	// Procs calls and specReads CPUSpec calls.
+	figures   map[cgroups.Figures]int
+	procCalls int
+	walked    []string
+	specReads int
+	specs     map[string]cgroups.CPUSpec
 }
 
-func (f *fakeCgroups) Stats(path string) (*cgroups.Stats, error) {
+func (f *fakeCgroups) CPUSpec(path string) (cgroups.CPUSpec, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.specReads++
+	s, ok := f.specs[path]
+	if !ok {
+		return s, fmt.Errorf("cgroup %s: %w", path, errdefs.ErrNotFound)
+	}
+	return s, nil
+}
+
+// ReadStats serves the stats set for path; the figures fig does not
+// select read 0, as the real reader leaves them.
+func (f *fakeCgroups) ReadStats(path string, fig cgroups.Figures) (*cgroups.Stats, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads++
+	if f.figures == nil {
+		f.figures = map[cgroups.Figures]int{}
+	}
+	f.figures[fig]++
 	if err := f.fail[path]; err != nil {
 		return nil, err
 	}
@@ -44,10 +68,28 @@ func (f *fakeCgroups) Stats(path string) (*cgroups.Stats, error) {
 		return nil, fmt.Errorf("cgroup %s: %w", path, errdefs.ErrNotFound)
 	}
 	cp := *s
+	if fig&cgroups.LimitFigures == 0 {
+		cp.Memory.Limit, cp.Pids.Limit = 0, 0
+	}
+	if fig&cgroups.Detail == 0 {
+		cp.CPU = cgroups.CPUStats{UsageNanos: s.CPU.UsageNanos}
+		cp.Memory.OOMKills, cp.Pids.Current, cp.IO = 0, 0, nil
+	}
 	return &cp, nil
 }
 
-func (f *fakeCgroups) Procs(path string) []int { return f.procs[path] }
+func (f *fakeCgroups) WalkProcs(path string, _ []string, each func(pid int) bool) {
+	f.mu.Lock()
+	f.procCalls++
+	f.walked = append(f.walked, path)
+	procs := f.procs[path]
+	f.mu.Unlock()
+	for _, pid := range procs {
+		if !each(pid) {
+			return
+		}
+	}
+}
 
 func (f *fakeCgroups) DeviceName(major, minor uint64) string {
 	if major == 254 && minor == 0 {
@@ -76,9 +118,12 @@ func writeProc(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
 	for name, content := range map[string]string{
-		"stat":         "cpu  1 2 3\nbtime 1700000000\n",
-		"net/dev":      strings.Replace(netDev, "eth0", "ens3", 1),
-		"4242/net/dev": netDev,
+		"stat":                   "cpu  1 2 3\nbtime 1700000000\n",
+		"net/dev":                strings.Replace(netDev, "eth0", "ens3", 1),
+		"4242/net/dev":           netDev,
+		"loadavg":                "0.50 0.40 0.30 3/412 9999\n",
+		"sys/kernel/pid_max":     "32768\n",
+		"sys/kernel/threads-max": "15000\n",
 	} {
 		p := filepath.Join(root, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -102,6 +147,12 @@ func testProvider(t *testing.T) (*Provider, *fakeCgroups, *clocktesting.FakePass
 			"/kubepods/podu/sandbox": {},
 		},
 		procs: map[string][]int{"/kubepods/podu": {999999, 4242}},
+		specs: map[string]cgroups.CPUSpec{
+			"/":                  {Shares: 1024, PeriodMicros: 100000},
+			"/kubepods":          {Shares: 2048, PeriodMicros: 100000},
+			"/kubepods/podu":     {Shares: 512, QuotaMicros: 50000, PeriodMicros: 100000},
+			"/kubepods/podu/cid": {Shares: 256, QuotaMicros: 25000, PeriodMicros: 100000},
+		},
 	}
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1700001000, 0))
 	p := New(Config{
@@ -175,9 +226,15 @@ func TestSummary(t *testing.T) {
 		t.Errorf("container = cpu %+v memory %+v", c.CPU, c.Memory)
 	}
 
+	// What pid.available is computed from: the smaller task limit, and
+	// every task.
+	if r := s.Node.Rlimit; r == nil || *r.MaxPID != 15000 || *r.NumOfRunningProcesses != 412 {
+		t.Errorf("rlimit = %+v, want maxpid 15000 (threads-max) and 412 tasks", r)
+	}
+
 	only := p.Summary(ctx, true)
-	if only.Pods[0].Network != nil || only.Pods[0].ProcessStats != nil || only.Node.Network != nil {
-		t.Errorf("only_cpu_and_memory kept network or process figures")
+	if only.Pods[0].Network != nil || only.Pods[0].ProcessStats != nil || only.Node.Network != nil || only.Node.Rlimit != nil {
+		t.Errorf("only_cpu_and_memory kept network, process or rlimit figures")
 	}
 	b, err := json.Marshal(s)
 	if err != nil || !strings.Contains(string(b), `"usageNanoCores":500000000`) {
@@ -264,6 +321,12 @@ func TestCadvisorMetrics(t *testing.T) {
 		series("container_memory_rss", "90", ctr),
 		series("container_memory_usage_bytes", "300", pod),
 		series("container_spec_memory_limit_bytes", "1000", ctr),
+		series("container_spec_cpu_shares", "256", ctr),
+		series("container_spec_cpu_quota", "25000", ctr),
+		series("container_spec_cpu_period", "100000", ctr),
+		series("container_spec_cpu_shares", "512", pod),
+		series("container_spec_cpu_shares", "1024", root),
+		series("container_spec_cpu_period", "100000", root),
 		series("container_oom_events_total", "1", ctr),
 		series("container_fs_writes_bytes_total", "2.097152e+07", with(ctr, "device", "/dev/vda")),
 		series("container_fs_writes_total", "40", with(ctr, "device", "/dev/vda")),
@@ -279,7 +342,9 @@ func TestCadvisorMetrics(t *testing.T) {
 			t.Errorf("missing %s", want)
 		}
 	}
-	for _, unwanted := range []string{`interface="lo"`, `name="gid"`, series("container_cpu_cfs_periods_total", "0", pod)} {
+	for _, unwanted := range []string{`interface="lo"`, `name="gid"`, series("container_cpu_cfs_periods_total", "0", pod),
+		// No quota on the root; no filesystem without a runtime.
+		`container_spec_cpu_quota{container="",id="/"`, "container_fs_usage_bytes"} {
 		if strings.Contains(body, unwanted) {
 			t.Errorf("unexpected %s", unwanted)
 		}
@@ -306,7 +371,11 @@ func TestReadNetDevMalformed(t *testing.T) {
 	if err := os.WriteFile(p, []byte("h\nh\n  eth0: 1 2 3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readNetDev(p); err == nil {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parseNetDev(p, b); err == nil {
 		t.Errorf("a short line parsed")
 	}
 }

@@ -17,9 +17,17 @@ const defaultInterface = "eth0"
 
 // Summary returns the node's and its pods' usage in the kubelet's Summary
 // API shape. With onlyCPUAndMemory it leaves out network, process and
-// filesystem figures, as the kubelet's ?only_cpu_and_memory=true does.
+// filesystem figures, as the kubelet's ?only_cpu_and_memory=true does,
+// and reads only the cgroup files of the figures it keeps. The
+// filesystem figures of the runtime (image filesystem, writable layers)
+// and of the node are those of cachedFs; the pods' logs and volumes are
+// measured at each call.
 func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) *statsapi.Summary {
-	snap := p.snapshot(ctx)
+	n := needSummary
+	if onlyCPUAndMemory {
+		n = needResource
+	}
+	snap := p.snapshot(ctx, n)
 	s := p.summaryOf(snap, onlyCPUAndMemory)
 	if !onlyCPUAndMemory {
 		p.addFs(ctx, s, snap)
@@ -40,6 +48,9 @@ func (p *Provider) summaryOf(snap *snapshot, onlyCPUAndMemory bool) *statsapi.Su
 	}
 	if !onlyCPUAndMemory && len(snap.nodeNet) > 0 {
 		out.Node.Network = networkStats(snap.nodeNet, t)
+	}
+	if !onlyCPUAndMemory {
+		out.Node.Rlimit = p.rlimit(t)
 	}
 	if snap.pods != nil {
 		out.Node.SystemContainers = []statsapi.ContainerStats{{

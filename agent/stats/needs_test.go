@@ -1,0 +1,232 @@
+package stats
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minikubelet/minikubelet/cgroups"
+)
+
+// Each endpoint reads only what it serves: /metrics/resource and
+// only_cpu_and_memory the cpu and memory files and no process; the
+// Summary those, the limits and the processes; /metrics/cadvisor every
+// figure and a process per pod for its network. A request within MaxAge
+// is served the last snapshot if that holds what it needs, and reads
+// afresh otherwise. Limits read less than FsMaxAge ago are not read again.
+func TestSnapshotNeeds(t *testing.T) {
+	p, cg, clk := testProvider(t)
+	ctx := context.Background()
+	type reads map[cgroups.Figures]int
+	count := func() (reads, int) {
+		cg.mu.Lock()
+		defer cg.mu.Unlock()
+		out := reads{}
+		for f, n := range cg.figures {
+			out[f] = n
+		}
+		return out, cg.procCalls
+	}
+	const (
+		cpuMemory = cgroups.CPUMemory
+		summary   = cgroups.CPUMemory | cgroups.LimitFigures
+		all       = cgroups.AllFigures
+		detail    = cgroups.CPUMemory | cgroups.Detail // every figure, the limits cached
+	)
+	// Five cgroups: "/", "/kubepods", the pod's, its container's, and the
+	// gone container's (whose read fails, so that nothing of it is kept).
+	steps := []struct {
+		what  string
+		call  func()
+		want  reads
+		walks int
+	}{
+		{"/metrics/resource", func() { get(t, p.ResourceHandler()) }, reads{cpuMemory: 5}, 0},
+		{"the Summary within MaxAge", func() { p.Summary(ctx, false) }, reads{cpuMemory: 5, summary: 5}, 1},
+		{"/metrics/resource again", func() { get(t, p.ResourceHandler()) }, reads{cpuMemory: 5, summary: 5}, 1},
+		{"only_cpu_and_memory", func() { p.Summary(ctx, true) }, reads{cpuMemory: 5, summary: 5}, 1},
+		{"/metrics/cadvisor", func() { scrape(t, p) }, reads{cpuMemory: 5, summary: 5, detail: 4, all: 1}, 2},
+		// /metrics/cadvisor's walk stopped at the first process with a
+		// network: the Summary's process counts are not in its snapshot.
+		{"the Summary after it", func() { p.Summary(ctx, false) }, reads{cpuMemory: 9, summary: 6, detail: 4, all: 1}, 3},
+		{"/metrics/resource after it", func() { get(t, p.ResourceHandler()) }, reads{cpuMemory: 9, summary: 6, detail: 4, all: 1}, 3},
+		{"/metrics/resource after MaxAge", func() { clk.SetTime(clk.Now().Add(time.Second)); get(t, p.ResourceHandler()) }, reads{cpuMemory: 14, summary: 6, detail: 4, all: 1}, 3},
+		{"the Summary after FsMaxAge", func() { clk.SetTime(clk.Now().Add(10 * time.Second)); p.Summary(ctx, false) }, reads{cpuMemory: 14, summary: 11, detail: 4, all: 1}, 4},
+	}
+	for _, s := range steps {
+		s.call()
+		got, walks := count()
+		if fmt.Sprint(got) != fmt.Sprint(s.want) || walks != s.walks {
+			t.Errorf("after %s: reads by figures %v, process walks %d; want %v, %d", s.what, got, walks, s.want, s.walks)
+		}
+	}
+}
+
+// A CPU rate spans at least MaxAge even when a request that needs more
+// than the last snapshot held reads again sooner.
+func TestRateWindow(t *testing.T) {
+	p, cg, clk := testProvider(t)
+	ctx := context.Background()
+	const ctr = "/kubepods/podu/cid"
+	cg.setCPU(ctr, 1e9)
+	get(t, p.ResourceHandler())
+	// 1.5 s later, one more CPU second: 2/3 of a core.
+	clk.SetTime(clk.Now().Add(1500 * time.Millisecond))
+	cg.setCPU(ctr, 2e9)
+	if got := *p.Summary(ctx, true).Pods[0].Containers[0].CPU.UsageNanoCores; got != 666666666 {
+		t.Errorf("rate over 1.5 s = %d, want 666666666", got)
+	}
+	// 0.1 s later /metrics/cadvisor reads again (it needs more): the rate
+	// of the Summary then is still over the 1.6 s since the first read,
+	// not over the 0.1 s since the last.
+	clk.SetTime(clk.Now().Add(100 * time.Millisecond))
+	cg.setCPU(ctr, 2.1e9)
+	scrape(t, p)
+	if got := *p.Summary(ctx, false).Pods[0].Containers[0].CPU.UsageNanoCores; got != 687500000 {
+		t.Errorf("rate after a re-read within MaxAge = %d, want 687500000 (1.1 s over 1.6 s)", got)
+	}
+	// Past MaxAge after the re-read, the rate is over the 1.5 s since
+	// the read at 1.5 s.
+	clk.SetTime(clk.Now().Add(1400 * time.Millisecond))
+	cg.setCPU(ctr, 2.75e9)
+	if got := *p.Summary(ctx, false).Pods[0].Containers[0].CPU.UsageNanoCores; got != 5e8 {
+		t.Errorf("rate over the next 1.5 s = %d, want 5e8", got)
+	}
+}
+
+// /metrics/cadvisor reads a cgroup's cpu spec at most once per FsMaxAge,
+// so a change shows within FsMaxAge; specs of cgroups gone are dropped.
+func TestCPUSpecCache(t *testing.T) {
+	p, cg, clk := testProvider(t)
+	reads := func() int {
+		cg.mu.Lock()
+		defer cg.mu.Unlock()
+		return cg.specReads
+	}
+	scrape(t, p)
+	first := reads()
+	if first == 0 {
+		t.Fatal("no cpu spec read")
+	}
+	cg.mu.Lock()
+	cg.specs["/kubepods/podu/cid"] = cgroups.CPUSpec{Shares: 256, QuotaMicros: 75000, PeriodMicros: 100000}
+	cg.mu.Unlock()
+	clk.SetTime(clk.Now().Add(5 * time.Second))
+	body := scrape(t, p)
+	if reads() != first {
+		t.Errorf("a scrape within FsMaxAge read the specs again (%d reads, then %d)", first, reads())
+	}
+	if !strings.Contains(body, `container_spec_cpu_quota{container="c",id="/kubepods/podu/cid",image="busybox",name="cid",namespace="ns",pod="p"} 25000`) {
+		t.Errorf("the cached quota is not served")
+	}
+	clk.SetTime(clk.Now().Add(5 * time.Second))
+	body = scrape(t, p)
+	if reads() != 2*first {
+		t.Errorf("a scrape FsMaxAge later made %d spec reads in all, want %d", reads(), 2*first)
+	}
+	if !strings.Contains(body, `container_spec_cpu_quota{container="c",id="/kubepods/podu/cid",image="busybox",name="cid",namespace="ns",pod="p"} 75000`) {
+		t.Errorf("the new quota is not served FsMaxAge later")
+	}
+	p.mu.Lock()
+	n := len(p.specs)
+	p.mu.Unlock()
+	if n != 4 {
+		t.Errorf("%d specs cached, want the 4 of the cgroups served", n)
+	}
+	// The pod goes: its cgroups' specs are dropped.
+	p.cfg.Pods = fakePods{}
+	clk.SetTime(clk.Now().Add(time.Second))
+	scrape(t, p)
+	if len(p.specs) != 2 {
+		t.Errorf("%d specs cached after the pod went, want the node's and the pods' cgroups'", len(p.specs))
+	}
+}
+
+// fakeFiles reads through fakeCgroups and records what Retain keeps.
+type fakeFiles struct {
+	*fakeCgroups
+	open   map[string]bool
+	closed bool
+}
+
+func (f *fakeFiles) ReadStats(path string, fig cgroups.Figures) (*cgroups.Stats, error) {
+	st, err := f.fakeCgroups.ReadStats(path, fig)
+	if err == nil {
+		f.open[path] = true
+	}
+	return st, err
+}
+
+func (f *fakeFiles) CPUSpec(path string) (cgroups.CPUSpec, error) {
+	s, err := f.fakeCgroups.CPUSpec(path)
+	if err == nil {
+		f.open[path] = true
+	}
+	return s, err
+}
+
+func (f *fakeFiles) Retain(keep func(string) bool) {
+	for p := range f.open {
+		if !keep(p) {
+			delete(f.open, p)
+		}
+	}
+}
+
+func (f *fakeFiles) Close() { f.open, f.closed = map[string]bool{}, true }
+
+// With Config.Files, the cgroups are read through it; after each snapshot
+// it keeps the files of the cgroups reported, and Run closes them all
+// when it ends.
+func TestSnapshotThroughFiles(t *testing.T) {
+	p, cg, clk := testProvider(t)
+	files := &fakeFiles{fakeCgroups: cg, open: map[string]bool{}}
+	p.cfg.Files = files
+	p.Summary(context.Background(), false)
+	if len(files.open) != 4 {
+		t.Errorf("files of %v open, want the 4 cgroups read", files.open)
+	}
+	// The pod goes: its cgroups' files are closed at the next snapshot.
+	p.cfg.Pods = fakePods{}
+	clk.SetTime(clk.Now().Add(time.Second))
+	p.Summary(context.Background(), false)
+	if len(files.open) != 2 || !files.open["/"] || !files.open["/kubepods"] {
+		t.Errorf("files of %v open, want only the node's and the pods' cgroups", files.open)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p.Run(ctx)
+	if !files.closed {
+		t.Errorf("Run ended without closing the files")
+	}
+}
+
+// /metrics/cadvisor reads a pod's network through its sandbox's process,
+// without a walk of the pod's cgroups; without a sandbox cgroup, or when
+// its process has no /proc entry, through the first process of the walk.
+func TestNetworkThroughSandbox(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sandbox []int
+		walked  []string
+	}{
+		{"sandbox", []int{4242}, []string{"/kubepods/podu/sandbox"}},
+		{"sandbox gone", []int{999999}, []string{"/kubepods/podu/sandbox", "/kubepods/podu"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, cg, _ := testProvider(t)
+			pods := p.cfg.Pods.(fakePods)
+			pods[0].SandboxCgroup = "/kubepods/podu/sandbox"
+			cg.procs["/kubepods/podu/sandbox"] = tc.sandbox
+			body := scrape(t, p)
+			if !strings.Contains(body, `container_network_receive_bytes_total{container="",id="/kubepods/podu",image="",interface="eth0",name="",namespace="ns",pod="p"} 5000`) {
+				t.Errorf("no network for the pod:\n%s", body)
+			}
+			if strings.Join(cg.walked, ",") != strings.Join(tc.walked, ",") {
+				t.Errorf("walked %v, want %v", cg.walked, tc.walked)
+			}
+		})
+	}
+}

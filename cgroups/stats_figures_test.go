@@ -1,0 +1,179 @@
+package cgroups
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/minikubelet/minikubelet/internal/polltest"
+)
+
+// ReadStats(CPUMemory) reads the cpu usage and the memory figures from
+// their three files alone, with the same values Stats gives them; the
+// other figures read 0. With Limits, it reads the limits too.
+func TestReadStatsCPUMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version int
+		files   map[string]string
+		limits  map[string]string
+		want    Stats
+	}{
+		{"v1", 1, map[string]string{
+			"cpuacct/p/cpuacct.usage":        "123456789\n",
+			"memory/p/memory.usage_in_bytes": "20480\n",
+			"memory/p/memory.stat":           "cache 1\nrss 2\ntotal_cache 4096\ntotal_rss 8192\ntotal_inactive_file 1024\ntotal_pgfault 70\ntotal_pgmajfault 3\n",
+		}, map[string]string{"memory/p/memory.limit_in_bytes": "67108864\n", "pids/p/pids.max": "100\n"}, Stats{
+			CPU:    CPUStats{UsageNanos: 123456789},
+			Memory: MemoryStats{Usage: 20480, WorkingSet: 19456, RSS: 8192, Cache: 4096, PageFaults: 70, MajorPageFaults: 3},
+		}},
+		{"v2", 2, map[string]string{
+			"p/cpu.stat":       "usage_usec 1000\nuser_usec 600\nsystem_usec 400\nnr_periods 5\nnr_throttled 1\nthrottled_usec 7\n",
+			"p/memory.current": "200\n",
+			"p/memory.stat":    "anon 100\nfile 50\ninactive_file 20\npgfault 7\npgmajfault 1\n",
+		}, map[string]string{"p/memory.max": "67108864\n", "p/pids.max": "100\n"}, Stats{
+			// cpu.stat holds the rest of the cpu figures: they come along.
+			CPU:    CPUStats{UsageNanos: 1000000, UserNanos: 600000, SystemNanos: 400000, Periods: 5, ThrottledPeriods: 1, ThrottledNanos: 7000},
+			Memory: MemoryStats{Usage: 200, WorkingSet: 180, RSS: 100, Cache: 50, PageFaults: 7, MajorPageFaults: 1},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mountRoot := t.TempDir()
+			writeFiles(t, mountRoot, tc.files)
+			m := &Manager{cfg: Config{MountRoot: mountRoot}, version: tc.version}
+			got, err := m.ReadStats("/p", CPUMemory)
+			if err != nil {
+				t.Fatalf("ReadStats(CPUMemory) with only its files: %v", err)
+			}
+			if !reflect.DeepEqual(*got, tc.want) {
+				t.Errorf("ReadStats(CPUMemory) =\n%+v\nwant\n%+v", *got, tc.want)
+			}
+			if _, err := m.ReadStats("/gone", CPUMemory); !errors.Is(err, errdefs.ErrNotFound) {
+				t.Errorf("ReadStats of a missing cgroup: %v, want ErrNotFound", err)
+			}
+			writeFiles(t, mountRoot, tc.limits)
+			got, err = m.ReadStats("/p", CPUMemory|LimitFigures)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want
+			want.Memory.Limit, want.Pids.Limit = 64<<20, 100
+			if !reflect.DeepEqual(*got, want) {
+				t.Errorf("ReadStats(CPUMemory|LimitFigures) =\n%+v\nwant\n%+v", *got, want)
+			}
+		})
+	}
+}
+
+// Procs finds the processes of a cgroup and of every cgroup below it, at
+// any depth, on a tree whose directories' link counts do not say how many
+// subdirectories they have (a temporary directory's filesystem) as well
+// as on one whose do.
+func TestProcsNested(t *testing.T) {
+	mountRoot := t.TempDir()
+	writeFiles(t, mountRoot, map[string]string{
+		"pids/pod/cgroup.procs":                  "",
+		"pids/pod/sandbox/cgroup.procs":          "10\n",
+		"pids/pod/ctr/cgroup.procs":              "20\n21\n",
+		"pids/pod/ctr/cgroup.clone_children":     "0\n",
+		"pids/pod/ctr/inner/cgroup.procs":        "30\n",
+		"pids/pod/ctr/inner/deeper/cgroup.procs": "40\n",
+		"pids/other/cgroup.procs":                "99\n",
+	})
+	m := &Manager{cfg: Config{MountRoot: mountRoot}, version: 1}
+	got := m.Procs("/pod")
+	slices.Sort(got)
+	if want := []int{10, 20, 21, 30, 40}; !slices.Equal(got, want) {
+		t.Errorf("Procs(/pod) = %v, want %v", got, want)
+	}
+	// Told of the cgroups below it, the walk finds the same; told of
+	// some, or of one that is not there, it lists the pod's directory and
+	// still counts each process once.
+	for _, known := range [][]string{
+		{"/pod/sandbox", "/pod/ctr"},
+		{"/pod/sandbox"},
+		{"/pod/sandbox", "/pod/gone"},
+		{"/pod/sandbox", "/pod/ctr/inner"},
+		{"/pod/sandbox", "/pod/sandbox"},
+	} {
+		var pids []int
+		m.WalkProcs("/pod", known, func(pid int) bool { pids = append(pids, pid); return true })
+		slices.Sort(pids)
+		if !slices.Equal(pids, got) {
+			t.Errorf("WalkProcs(/pod, %v) = %v, want %v", known, pids, got)
+		}
+	}
+	// WalkProcs stops when asked: the first PID is the pod's own, else
+	// one of the first child listed.
+	var walked []int
+	m.WalkProcs("/pod", nil, func(pid int) bool {
+		walked = append(walked, pid)
+		return false
+	})
+	if len(walked) != 1 || !slices.Contains(got, walked[0]) {
+		t.Errorf("WalkProcs stopped after the first PID saw %v", walked)
+	}
+	if got := m.Procs("/gone"); len(got) != 0 {
+		t.Errorf("Procs of a missing cgroup = %v, want none", got)
+	}
+}
+
+// Procs on the host's real hierarchy: processes in a pod cgroup, in a
+// container cgroup below it and in one nested in the container's.
+func TestProcsReal(t *testing.T) {
+	_, m, g := realPod(t, "procs-real")
+	podPath := m.PodCgroupParent(g)
+	var want []int
+	for _, sub := range []string{"", "ctr", "ctr/nested"} {
+		dir := filepath.Join(DefaultMountRoot, "pids", podPath, sub)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sh", "-c", "echo $$ > "+filepath.Join(dir, "cgroup.procs")+" && exec sleep 60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+		pid := cmd.Process.Pid
+		polltest.Until(t, 10*time.Second, "the shell to join its cgroup", func() (bool, string) {
+			b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			return slices.Contains(procsOfBytes(b), pid), fmt.Sprintf("%q %v", b, err)
+		})
+		want = append(want, pid)
+	}
+	got := m.Procs(podPath)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("Procs(%s) = %v, want %v", podPath, got, want)
+	}
+	// Told of its one child, the walk does not list the pod's cgroup.
+	var known []int
+	m.WalkProcs(podPath, []string{podPath + "/ctr"}, func(pid int) bool { known = append(known, pid); return true })
+	slices.Sort(known)
+	if !slices.Equal(known, want) {
+		t.Errorf("WalkProcs(%s, its child) = %v, want %v", podPath, known, want)
+	}
+}
+
+func procsOfBytes(b []byte) []int {
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+package cgroups
+
+import (
+	"errors"
+
+	"github.com/containerd/errdefs"
+	"golang.org/x/sys/unix"
+)
+
+// StatsFiles reads cgroups as Manager.ReadStats does, through file
+// descriptors it keeps open between reads: a statistics file of cgroupfs
+// is written afresh by the kernel at every read from offset 0, so a
+// later read is one pread call where a first is open, read and close. On
+// this project's hosts (cgroup v1, kernel 6.18) that is some 2 us a file
+// instead of 7, which is most of what a scrape of the stats endpoints
+// costs at 100 pods.
+//
+// The cost is kernel memory: each open file keeps a page for the kernel's
+// buffer, some 4 KiB a file (measured: 4,000 open and read files, 16.5
+// MB of slab), charged to the agent's memory cgroup: 11 files a cgroup
+// on v1 (8 on v2) when every figure is read, so some 9 MiB at 100 pods
+// with two cgroups each (4 files a cgroup, 3 MiB, for CPUMemory alone).
+// Retain closes the files of the cgroups its caller no longer reads; a
+// cgroup removed meanwhile (its files read ENODEV) or removed and made
+// again at the same path is opened afresh. Open files do not keep a
+// cgroup from being removed.
+//
+// A StatsFiles is not safe for concurrent use; its owner serializes its
+// calls (the stats Provider holds its lock while it reads a snapshot).
+type StatsFiles struct {
+	m *Manager
+	// open holds the open files by cgroup path.
+	open map[string]*cgroupFiles
+}
+
+// NewStatsFiles returns a StatsFiles reading the manager's hierarchies;
+// Close closes its files.
+func (m *Manager) NewStatsFiles() *StatsFiles {
+	return &StatsFiles{m: m, open: map[string]*cgroupFiles{}}
+}
+
+// ReadStats is Manager.ReadStats through the open files.
+func (f *StatsFiles) ReadStats(path string, fig Figures) (*Stats, error) {
+	open := f.files(path)
+	var s *Stats
+	var err error
+	if f.m.version == 2 {
+		s, err = f.m.readStatsV2(path, fig, open)
+	} else {
+		s, err = f.m.readStatsV1(path, fig, open)
+	}
+	f.forgetIfGone(path, err)
+	return s, err
+}
+
+// files returns the open files of the cgroup at path.
+func (f *StatsFiles) files(path string) *cgroupFiles {
+	open := f.open[path]
+	if open == nil {
+		open = new(cgroupFiles)
+		f.open[path] = open
+	}
+	return open
+}
+
+// forgetIfGone closes the files of the cgroup at path if err says it is
+// gone.
+func (f *StatsFiles) forgetIfGone(path string, err error) {
+	if open := f.open[path]; open != nil && errors.Is(err, errdefs.ErrNotFound) {
+		closeAll(open)
+		delete(f.open, path)
+	}
+}
+
+// Retain closes the files of every cgroup for which keep is false.
+func (f *StatsFiles) Retain(keep func(cgroup string) bool) {
+	for path, open := range f.open {
+		if !keep(path) {
+			closeAll(open)
+			delete(f.open, path)
+		}
+	}
+}
+
+// Close closes every file; the StatsFiles may be used again.
+func (f *StatsFiles) Close() { f.Retain(func(string) bool { return false }) }
+
+// Len is how many files are open.
+func (f *StatsFiles) Len() int {
+	n := 0
+	for _, open := range f.open {
+		for _, fd := range open {
+			if fd != 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func closeAll(open *cgroupFiles) {
+	for i, fd := range open {
+		if fd != 0 {
+			_ = unix.Close(int(fd) - 1)
+			open[i] = 0
+		}
+	}
+}
