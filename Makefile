@@ -5,13 +5,18 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0
 LDFLAGS := -X github.com/minikubelet/minikubelet/internal/version.Version=$(VERSION)
 export MINIKUBELET_CACHE ?= /var/cache/minikubelet
 GOLANGCI_LINT_VERSION := v2.15.0
+# grpcnotrace leaves out gRPC's golang.org/x/net/trace, whose /debug/requests
+# pages link html/template: its reflective method calls keep every exported
+# method of every type in the binary (13 MB of 55; see internal/kubeclient's
+# doc for the other cut). Kubernetes builds its binaries with it too.
+export GOTAGS := grpcnotrace
 
-.PHONY: all build prepare prepare-run prepare-cluster images run test unit lint bench fuzz faults conformance clean install uninstall
+.PHONY: all build prepare prepare-run prepare-cluster images run test unit lint bench scale fuzz faults conformance clean install uninstall
 all: build
 
 build: ## bin/minikubelet and the test bed's tools
-	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/minikubelet ./cmd/minikubelet
-	CGO_ENABLED=0 $(GO) build -o bin/ ./test/ctrdtest/cmd/withcontainerd ./test/ctrdtest/cmd/bedclean
+	CGO_ENABLED=0 $(GO) build -tags '$(GOTAGS)' -ldflags '$(LDFLAGS)' -o bin/minikubelet ./cmd/minikubelet
+	CGO_ENABLED=0 $(GO) build -o bin/ ./test/ctrdtest/cmd/withcontainerd ./test/ctrdtest/cmd/bedclean ./test/scale/cmd/fakecri
 
 prepare: ## install what the tests need: containerd 1.6 and 2.x, the test images, a registry, kube-apiserver, etcd (cached)
 	bash test/scripts/prepare.sh test
@@ -22,7 +27,7 @@ prepare-run: ## install only what make run needs: runc, CNI plugins, containerd 
 images: ## the examples' images as OCI tarballs: $(MINIKUBELET_CACHE)/images/{pause,busybox}.tar
 	bash test/scripts/prepare.sh images
 
-prepare-cluster: prepare ## build a one-node cluster's binaries, e2e.test and the e2e image stand-ins (cached)
+prepare-cluster: prepare ## build a one-node cluster's binaries, CoreDNS, metrics-server, e2e.test and the e2e image stand-ins (cached)
 	bash test/scripts/prepare-cluster.sh
 
 run: prepare-run build ## run minikubelet on examples/manifests against a private containerd
@@ -45,6 +50,10 @@ conformance: prepare-cluster build ## Kubernetes' conformance specs against mini
 
 bench: prepare build ## the bench report on containerd 2.x: text, bin/bench-report.json, bin/bench-plot.png
 	bash test/scripts/bench.sh
+
+scale: prepare build ## 100 hollow minikubelet nodes, then 100 kubemark hollow kubelets, 1,000 pods each, against one control plane: bin/scale-report.{json,txt} (not part of make test; about 25 minutes)
+	bash test/scripts/prepare-cluster.sh scale
+	bash test/scripts/scale.sh
 
 # FUZZTIME is how long each fuzz target runs (a duration, or Nx for N execs).
 FUZZTIME ?= 60s

@@ -86,10 +86,16 @@ type Deps struct {
 
 // New checks cfg and builds the agent's parts that need no container
 // runtime, in dependency order. It does no I/O beyond reading the node's
-// name, address and memory, and a --kubeconfig file.
+// name, address, memory and swaps (--fail-swap-on), the --kubeconfig file
+// and the certificates it names, and, to bootstrap a client certificate,
+// writing --kubeconfig.
 func New(cfg config.Config, deps Deps) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.FailSwapOn && machine.SwapOn() {
+		// The kubelet's words.
+		return nil, errors.New("running with swap on is not supported, please disable swap or set --fail-swap-on flag to false")
 	}
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}
@@ -121,7 +127,13 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 	}
 	m := metrics.New()
 	m.RegisterNodeName(nodeName)
-	pods := podmanager.New()
+	var podOpts []podmanager.Option
+	if node != nil {
+		// The objects the node's pods refer to are watched while a pod
+		// that has not finished refers to them.
+		podOpts = append(podOpts, podmanager.WithReferences(node.Objects()))
+	}
+	pods := podmanager.New(podOpts...)
 	merger := podconfig.New(configuredSources(cfg), podconfig.WithErrorCounter(func(source string) {
 		m.ManifestErrors.WithLabelValues(source).Inc()
 	}))
@@ -191,7 +203,7 @@ func servingTLS(cfg config.Config, nodeName, hostIP string, node *cluster.Cluste
 	t := server.TLS{
 		CertFile: cfg.TLSCertFile,
 		KeyFile:  cfg.TLSPrivateKeyFile,
-		CertDir:  cfg.ServingCertDir(),
+		CertDir:  cfg.CertDirectory(),
 		Hosts:    []string{nodeName, hostIP, "localhost", "127.0.0.1"},
 	}
 	if node != nil {
@@ -243,9 +255,10 @@ func newSources(cfg config.Config, nodeName, hostIP string, kubeletPort int, clk
 		}
 		srcs = append(srcs, urlSource)
 	}
-	clusterCfg := cluster.Config{NodeConfig: cfg.NodeConfig, NodeName: nodeName, HostIP: hostIP, RootDir: cfg.RootDir, KubeletPort: kubeletPort, Clock: clk}
+	clusterCfg := cluster.Config{NodeConfig: cfg.NodeConfig, NodeName: nodeName, HostIP: hostIP, RootDir: cfg.RootDir, KubeletPort: kubeletPort,
+		StreamsWebSockets: cfg.EnableDebuggingHandlers, SyncFrequency: cfg.SyncFrequency, CertDir: cfg.CertDirectory(), Clock: clk}
 	if cfg.RotateServerCertificates {
-		clusterCfg.ServingCertDir = cfg.ServingCertDir()
+		clusterCfg.ServingCertDir = cfg.CertDirectory()
 	}
 	node, err := cluster.New(clusterCfg)
 	if err != nil {
@@ -279,6 +292,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	logger.Info("Starting minikubelet", "node", a.nodeName, "hostIP", a.hostIP, "manifests", a.cfg.PodManifestPath, "runtime", a.cfg.RuntimeEndpoint)
 	if a.cfg.Port != 0 && a.endpoints.Port == 0 {
 		logger.Info("Not serving the kubelet port: there is no way to authenticate its clients (give --client-ca-file or --token-auth-file, or run in node mode with --kubeconfig); the local command line uses the socket", "port", a.cfg.Port, "socket", a.cfg.SocketPath)
+	}
+	if a.cfg.RotateCertificates && a.cfg.Kubeconfig == "" {
+		logger.Info("rotateCertificates (--rotate-certificates) has no effect standalone: there is no client certificate to renew without --kubeconfig")
 	}
 	if a.cfg.ReadOnlyPort != 0 && !isLoopback(a.cfg.Address) {
 		logger.Info("Warning: the read-only port serves the pods (their specs included) and their metrics without authentication to every host that reaches it; a kubelet config file turns it off (readOnlyPort: 0)", "address", a.cfg.Address, "port", a.cfg.ReadOnlyPort)

@@ -10,8 +10,9 @@
 // runtime, and then builds the parts that need it with one constructor,
 // newRuntimeParts (runtime.go): cgroups and stats, volumes, the prober,
 // the status manager, the pod workers, the PLEG, housekeeping
-// (agent/housekeeping), log rotation, image GC, graceful node shutdown
-// and node mode's reporters. It publishes them once, in one atomic
+// (agent/housekeeping), log rotation, image GC, node-pressure eviction
+// (agent/eviction; node allocatable's limits from agent/allocatable),
+// graceful node shutdown and node mode's reporters. It publishes them once, in one atomic
 // pointer that the HTTP endpoints and the health checks read, imports the
 // node's image archives (agent/imageimport), starts them and runs the
 // syncLoop. No field of Agent changes after New, and no part is handed
@@ -19,10 +20,14 @@
 //
 // The syncLoop (syncloop.go) is where the merge's ADD / UPDATE / DELETE /
 // REMOVE / RECONCILE operations, PLEG events, probe results, graceful
-// shutdown's requests and the sync and housekeeping ticks meet. It only
-// dispatches (DESIGN.md rule 1): it records the pods the sources want and
-// hands every piece of work to the pod's worker (podworkers), which does
-// all runtime calls.
+// shutdown's and the eviction manager's requests and the sync and
+// housekeeping ticks meet. It only dispatches (DESIGN.md rule 1): it
+// records the pods the sources want and hands every piece of work to the
+// pod's worker (podworkers), which does all runtime calls. A pod new to
+// the node first goes through admission (admit.go, agent/admission: the
+// eviction manager's pressure check first, node allocatable's resource
+// fit after the pods count): a refused pod gets no worker, only the
+// status and event the kubelet gives it.
 //
 // Run returns when ctx is cancelled. Stopping the agent leaves the pods
 // running, as the kubelet does.

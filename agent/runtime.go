@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
+	"net"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -15,6 +17,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/agent/allocatable"
+	"github.com/minikubelet/minikubelet/agent/allocation"
 	"github.com/minikubelet/minikubelet/agent/cluster"
 	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/containerlogs"
@@ -30,8 +34,10 @@ import (
 	"github.com/minikubelet/minikubelet/agent/stats"
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/cgroups"
+	"github.com/minikubelet/minikubelet/internal/apparmor"
 	"github.com/minikubelet/minikubelet/internal/cri"
 	"github.com/minikubelet/minikubelet/internal/crilog"
+	"github.com/minikubelet/minikubelet/internal/dns"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 	"github.com/minikubelet/minikubelet/internal/metrics"
 	"github.com/minikubelet/minikubelet/pleg"
@@ -53,8 +59,9 @@ type runtimeParts struct {
 	// loop is the syncLoop, which dispatches to the workers.
 	loop *syncLoop
 	// runners are the parts' loops that run beside the syncLoop: the
-	// PLEG, housekeeping, log rotation, image GC, and as configured,
-	// graceful node shutdown and node mode's reporters.
+	// PLEG, housekeeping, log rotation, image GC, node-pressure eviction,
+	// and as configured, graceful node shutdown and node mode's
+	// reporters.
 	runners []func(context.Context)
 }
 
@@ -82,7 +89,8 @@ type baseParts struct {
 
 // newRuntimeParts builds the parts that need the runtime, in dependency
 // order: cgroups and stats; volumes; the prober and the status manager;
-// the pod workers; the PLEG; housekeeping, log rotation and image GC;
+// the pod workers; the PLEG; housekeeping, log rotation, image GC and
+// node-pressure eviction;
 // graceful node shutdown and node mode's reporters, as configured; and the
 // syncLoop that ties them together. It calls the runtime once (its cgroup
 // driver) and makes the QoS cgroups; it starts nothing.
@@ -91,20 +99,32 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 	if err != nil {
 		return nil, err
 	}
-	statsProvider := stats.New(stats.Config{
+	na, err := nodeAllocatable(b.cfg, b.memoryCapacity)
+	if err != nil {
+		return nil, err
+	}
+	if err := enforceAllocatable(ctx, b.cfg, cg, na); err != nil {
+		return nil, err
+	}
+	allocatableResources := na.Allocatable()
+	statsConfig := stats.Config{
 		NodeName:      b.nodeName,
 		Pods:          stats.PodLister{Pods: b.pods, Runtime: b.cache, Cgroups: cg},
 		Cgroups:       cg,
+		Files:         cg.NewStatsFiles(),
 		Clock:         b.clock,
 		PodsCgroup:    cg.PodsCgroup(),
 		MachineCores:  runtime.NumCPU(),
 		MachineMemory: uint64(b.memoryCapacity),
 		Fs:            stats.FsConfig{RootDir: b.cfg.RootDir, PodLogsDir: b.cfg.PodLogsDir, Images: clients.Images, Runtime: clients.Runtime},
-	})
+	}
+	statsProvider := stats.New(statsConfig)
 	// Pod volumes live under <root-dir>/pods; a standalone agent has no
 	// apiserver to serve configMaps, secrets or tokens.
-	allocatable := machine.Allocatable(b.cfg.RootDir)
-	volumesConfig := volumes.Config{RootDir: b.cfg.RootDir, NodeAllocatable: allocatable, Clock: b.clock}
+	volumesConfig := volumes.Config{RootDir: b.cfg.RootDir, NodeAllocatable: allocatableResources, Clock: b.clock}
+	// Image volumes: what the runtime's version says it mounts.
+	imageMount, imageSubPath := cri.ImageVolumes(clients.RuntimeName, clients.RuntimeVersion)
+	volumesConfig.ImageVolumes = volumes.ImageVolumeSupport{Mount: imageMount, SubPath: imageSubPath, Runtime: clients.RuntimeName + " " + clients.RuntimeVersion}
 	if b.cluster != nil {
 		volumesConfig.Objects = b.cluster.Objects()
 	}
@@ -114,7 +134,7 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 	// containers from the statuses the status manager stores, which also
 	// go to the apiserver in node mode.
 	probeResults := make(chan prober.Result, probeResultsCap)
-	probes := prober.New(prober.Config{
+	proberConfig := prober.Config{
 		Runtime: clients.Runtime,
 		Clock:   b.clock,
 		Results: probeResults,
@@ -126,6 +146,22 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 		Forget: func(pod *v1.Pod, container string, t prober.Type) {
 			b.metrics.Probes.Forget(probeTarget(pod, container, t))
 		},
+	}
+	if b.cluster != nil {
+		proberConfig.Events = b.cluster.Events()
+	}
+	probes := prober.New(proberConfig)
+	// The resources granted to and applied to the pods' containers, for
+	// in-place resize. usage and wake are set below, before any worker
+	// runs: a pod's grant counts while the node has the pod, and freed
+	// resources wake the pods whose resize is deferred.
+	var usage housekeeping.Usage
+	var wake func([]types.UID)
+	podResources := allocation.New(ctx, allocation.Config{
+		Path:    filepath.Join(b.cfg.RootDir, allocation.StateFile),
+		InUse:   func(uid types.UID) bool { return usage.Uses(uid) },
+		OnFreed: func(uids []types.UID) { wake(uids) },
+		Clock:   b.clock,
 	})
 	// reporters is node mode's; it is built below, from the status
 	// manager, and set before newRuntimeParts returns, so before any pod
@@ -142,6 +178,7 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 				reporters.Notify(uid)
 			}
 		},
+		Resources: podResources,
 	})
 
 	syncerConfig := podworkers.SyncerConfig{
@@ -166,11 +203,24 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 		Cgroups:                 cg,
 		MemoryCapacity:          b.memoryCapacity,
 		// Env resourceFieldRefs read it for limits a container does not set.
-		NodeAllocatable: allocatable,
+		NodeAllocatable: allocatableResources,
+		DNS:             newDNSConfigurer(b.cfg.DNSConfig, b.hostIP),
+		ClusterDomain:   b.cfg.ClusterDomain,
+		Resources:       podResources,
+	}
+	features := runtimeFeatures(ctx, clients.Runtime)
+	syncerConfig.UsernsSupport = features.HandlerSupportsUserNamespaces
+	if users := newUserNamespaces(ctx, b.cfg.RootDir); users != nil {
+		syncerConfig.UserNamespaces = users
 	}
 	if b.cluster != nil {
 		// configMapKeyRef, secretKeyRef, envFrom and imagePullSecrets.
 		syncerConfig.Objects = b.cluster.Objects()
+		// Service env vars; a standalone agent gives none, as the
+		// kubelet without an apiserver.
+		syncerConfig.Services = b.cluster.Services()
+		syncerConfig.Events = b.cluster.Events()
+		syncerConfig.RuntimeClasses = b.cluster.RuntimeClasses()
 	}
 	workers := podworkers.New(podworkers.Config{
 		Syncer:         b.firstSyncs.Wrap(newMeasuredSyncer(podworkers.NewSyncer(syncerConfig), b.metrics, statusManager, b.clock)),
@@ -182,9 +232,25 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 	b.metrics.RegisterPLEG(lifecycle)
 	b.metrics.RegisterRunning(b.cache)
 
-	usage := housekeeping.Usage{Pods: b.pods, Workers: workers, Runtime: b.cache}
+	usage = housekeeping.Usage{Pods: b.pods, Workers: workers, Runtime: b.cache}
+	wake = func(uids []types.UID) {
+		for _, uid := range uids {
+			workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Sync, UID: uid})
+		}
+	}
 	podDirs := housekeeping.NewPodDirs(housekeeping.PodDirsConfig{Dirs: podVolumes, LogsDir: b.cfg.PodLogsDir, InUse: usage.InUse, Clock: b.clock})
-	imageGC, err := newImageGC(b.cfg, clients, b.clock, b.metrics.ImageGarbageCollected.WithLabelValues("space").Inc)
+	imageGC, err := newImageGC(b.cfg, clients, b.clock, b.metrics.ImageGarbageCollected.WithLabelValues("space").Inc, imageVolumeRefs(b.pods))
+	if err != nil {
+		return nil, err
+	}
+	evictionManager := newEviction(b, evictionDeps{statsConfig: statsConfig, cgroups: cg, workers: workers, statuses: statusManager, images: imageGC, clients: clients, thresholds: na.HardEviction})
+	// Admission: the kubelet's eviction handler (no new pod under pressure
+	// but critical ones) first, node allocatable's resource fit after
+	// the pods count.
+	admit, err := newAdmission(b.cfg, kernelRelease(ctx), features, apparmor.HostSupport(), nodeHandlers{
+		pressure: resultOf(evictionManager.AdmitNew),
+		fit:      resultOf(allocatable.Fit(allocatableResources)),
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +260,9 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 		housekeeping.NewCgroups(housekeeping.CgroupsConfig{Cgroups: cg, Uses: usage.Uses, Clock: b.clock}).Run,
 		newLogRotation(b.cfg, clients.Runtime, b.cache, b.clock).Run,
 		imageGC.Run,
+		podResources.Run,
+		evictionManager.Run,
+		statsProvider.Run, // the stats' filesystem figures, refreshed when read
 	}
 
 	// Graceful node shutdown: its requests reach the syncLoop.
@@ -209,13 +278,18 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 		}).Run)
 	}
 	if b.cluster != nil {
+		nodeFeats, runtimeHandlers := nodeFeatures(features)
 		reporters = b.cluster.NewReporters(cluster.ReportersConfig{
-			Pods:           b.pods,
-			Statuses:       statusManager,
-			Gone:           podGone(lifecycle, workers, b.cache),
-			Ready:          b.health.Ready,
-			SystemInfo:     machine.SystemInfo(clients.RuntimeName, clients.RuntimeVersion),
-			MemoryCapacity: b.memoryCapacity,
+			Pods:            b.pods,
+			Statuses:        statusManager,
+			Gone:            podGone(lifecycle, workers, b.cache),
+			Ready:           b.health.Ready,
+			SystemInfo:      machine.SystemInfo(clients.RuntimeName, clients.RuntimeVersion),
+			MemoryCapacity:  b.memoryCapacity,
+			Features:        nodeFeats,
+			RuntimeHandlers: runtimeHandlers,
+			Pressure:        evictionManager.Pressure,
+			Allocatable:     allocatableResources,
 		})
 		runners = append(runners, reporters.Run)
 	}
@@ -234,12 +308,17 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 			cache:        b.cache,
 			workers:      workers,
 			probes:       probes,
+			statuses:     statusManager,
 			pleg:         lifecycle,
 			probeResults: probeResults,
 			shutdown:     nodePods,
+			evictions:    evictionManager.Requests(),
 			usage:        usage,
 			orphans:      housekeeping.NewOrphans(housekeeping.OrphansConfig{NodeName: b.nodeName, Sources: b.merger, Runtime: b.cache, Known: usage.Known}),
 			podDirs:      podDirs,
+			admission:    admit,
+			events:       podEvents(b),
+			rejected:     func(reason string) { b.metrics.AdmissionRejections.WithLabelValues(reason).Inc() },
 		},
 		runners: runners,
 	}, nil
@@ -271,8 +350,9 @@ func newPLEG(b *baseParts, clients *cri.Clients) lifecycleEvents {
 }
 
 // newImageGC returns the image garbage collector of the configured policy;
-// onRemoved counts each image it removes.
-func newImageGC(cfg config.Config, clients *cri.Clients, clk clock.WithTicker, onRemoved func()) (*imagegc.Manager, error) {
+// onRemoved counts each image it removes; inUse names the images of the
+// pods' image volumes, which it keeps.
+func newImageGC(cfg config.Config, clients *cri.Clients, clk clock.WithTicker, onRemoved func(), inUse func() []string) (*imagegc.Manager, error) {
 	m, err := imagegc.New(imagegc.Config{
 		Policy: imagegc.Policy{
 			HighThresholdPercent: cfg.ImageGCHighThresholdPercent,
@@ -285,11 +365,28 @@ func newImageGC(cfg config.Config, clients *cri.Clients, clk clock.WithTicker, o
 		Period:       cfg.ImageGCPeriod,
 		SandboxImage: cfg.PodInfraContainerImage,
 		OnRemoved:    onRemoved,
+		InUse:        inUse,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("image garbage collection: %w", err)
 	}
 	return m, nil
+}
+
+// imageVolumeRefs returns the image references of the image volumes of
+// the pods the node runs.
+func imageVolumeRefs(pods interface{ List() []*v1.Pod }) func() []string {
+	return func() []string {
+		var out []string
+		for _, p := range pods.List() {
+			for _, v := range p.Spec.Volumes {
+				if v.Image != nil && v.Image.Reference != "" {
+					out = append(out, v.Image.Reference)
+				}
+			}
+		}
+		return out
+	}
 }
 
 // reopener is the CRI call log rotation needs.
@@ -326,6 +423,7 @@ func newCgroups(ctx context.Context, cfg config.Config, rt runtimeConfigReader, 
 		Driver:          cgroupDriver(ctx, rt, cfg.CgroupDriver),
 		PerQOS:          cfg.CgroupsPerQOS,
 		BlkioAccounting: cfg.CgroupV1BlkioAccounting,
+		PodPidsLimit:    cfg.PodPidsLimit,
 		Clock:           clk,
 	})
 	if err != nil {
@@ -433,4 +531,20 @@ var (
 // probeTarget names a probe in /metrics/probes.
 func probeTarget(pod *v1.Pod, container string, t prober.Type) metrics.ProbeTarget {
 	return metrics.ProbeTarget{Namespace: pod.Namespace, Pod: pod.Name, PodUID: string(pod.UID), Container: container, Type: string(t)}
+}
+
+// newDNSConfigurer makes pods' DNS from the DNS flags; the node's IP
+// chooses the loopback resolver of pods that get no DNS (--resolv-conf "").
+func newDNSConfigurer(cfg config.DNSConfig, hostIP string) *dns.Configurer {
+	c := &dns.Configurer{ClusterDomain: cfg.ClusterDomain, ResolvConf: cfg.ResolvConf}
+	for _, s := range cfg.ClusterDNS {
+		// Checked by config.Validate.
+		if ip := net.ParseIP(s); ip != nil {
+			c.ClusterDNS = append(c.ClusterDNS, ip)
+		}
+	}
+	if ip := net.ParseIP(hostIP); ip != nil {
+		c.NodeIPs = []net.IP{ip}
+	}
+	return c
 }

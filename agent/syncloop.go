@@ -9,12 +9,15 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/agent/admission"
+	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/housekeeping"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/podconfig"
 	"github.com/minikubelet/minikubelet/agent/podmanager"
 	"github.com/minikubelet/minikubelet/agent/prober"
 	"github.com/minikubelet/minikubelet/agent/shutdown"
+	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
@@ -29,7 +32,8 @@ const (
 
 // syncLoop is the one place where everything that can change a pod meets:
 // the merged sources' operations, PLEG events, probe results, graceful
-// shutdown's requests, and the sync and housekeeping ticks. It only
+// shutdown's and the eviction manager's requests, and the sync and
+// housekeeping ticks. It only
 // dispatches (DESIGN.md rule 1): every branch records state in memory and
 // hands work to pod workers, never calling the runtime. Built by
 // newRuntimeParts; run calls it on Run's goroutine, the only one that
@@ -43,14 +47,37 @@ type syncLoop struct {
 	cache   *pleg.Cache
 	workers *podworkers.Workers
 	probes  *prober.Manager
-	pleg    plegEvents
+	// statuses is the status manager: start times for the pods'
+	// activeDeadlineSeconds, and the terminal statuses the agent sets.
+	statuses podStatuses
+	pleg     plegEvents
 	// probeResults is written by the prober (capacity probeResultsCap).
 	probeResults <-chan prober.Result
 	// shutdown is nil when graceful node shutdown is off.
 	shutdown *shutdown.NodePods
-	usage    housekeeping.Usage
-	orphans  *housekeeping.Orphans
-	podDirs  *housekeeping.PodDirs
+	// evictions are the eviction manager's requests (evictions.go).
+	evictions <-chan eviction.Request
+	usage     housekeeping.Usage
+	orphans   *housekeeping.Orphans
+	podDirs   *housekeeping.PodDirs
+	// admission decides on each pod added (admit.go); events records its
+	// refusals and rejected counts them by reason.
+	admission admission.Chain
+	events    eventRecorder
+	rejected  func(reason string)
+}
+
+// podStatuses is what the syncLoop needs of the status manager.
+type podStatuses interface {
+	Get(uid types.UID) (v1.PodStatus, bool)
+	SetTerminal(uid types.UID, t status.Terminal)
+	// Reject reports pod refused at admission.
+	Reject(pod *v1.Pod, reason, message string)
+	IsTerminal(uid types.UID) bool
+	Forget(uid types.UID)
+	// ForgetTerminal drops the terminal statuses of pods for which keep
+	// is false.
+	ForgetTerminal(keep func(types.UID) bool)
 }
 
 // plegEvents is what the syncLoop needs of the PLEG.
@@ -80,18 +107,26 @@ func (l *syncLoop) run(ctx context.Context, updates <-chan podconfig.PodUpdate) 
 			l.handleProbeResult(ctx, logger, r)
 		case r := <-l.shutdown.Requests():
 			l.shutdown.Handle(ctx, logger, r)
+		case r := <-l.evictions:
+			l.handleEviction(ctx, logger, r)
 		case <-syncTicker.C():
+			l.endPastDeadline(ctx, logger)
 			l.workers.ResyncDue()
 		case <-housekeepingTicker.C():
 			l.forgetGonePods()
 			l.killOrphans(ctx, logger)
+			l.killRefusedLeftovers(ctx, logger)
 			l.requestPodDirsCleanup()
 		}
 	}
 }
 
 func (l *syncLoop) handlePodUpdate(ctx context.Context, logger klog.Logger, u podconfig.PodUpdate) {
-	for _, pod := range u.Pods {
+	pods := u.Pods
+	if u.Op == podconfig.ADD {
+		pods = byCreation(pods)
+	}
+	for _, pod := range pods {
 		logPodUpdate(logger, u, pod)
 		switch u.Op {
 		case podconfig.ADD:
@@ -100,6 +135,9 @@ func (l *syncLoop) handlePodUpdate(ctx context.Context, logger klog.Logger, u po
 				// An API pod already being deleted when first seen (the
 				// agent restarted meanwhile): only terminate it.
 				l.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod, GracePeriod: pod.DeletionGracePeriodSeconds})
+				continue
+			}
+			if !l.admit(logger, pod) {
 				continue
 			}
 			l.probes.AddPod(ctx, pod)
@@ -113,18 +151,41 @@ func (l *syncLoop) handlePodUpdate(ctx context.Context, logger klog.Logger, u po
 				l.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod, GracePeriod: pod.DeletionGracePeriodSeconds})
 				continue
 			}
+			if l.statuses.IsTerminal(pod.UID) {
+				// Ended by the agent (past its deadline): as with the
+				// kubelet, an ended pod is not started again by an
+				// update, only when it is added anew.
+				logger.V(2).Info("Pod updated after the agent ended it; it stays ended", "pod", klog.KObj(pod), "podUID", pod.UID)
+				continue
+			}
 			l.probes.AddPod(ctx, pod)
 			l.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Update, Pod: pod})
 		case podconfig.DELETE:
 			l.pods.Set(pod)
 			l.probes.StopLivenessAndStartup(pod.UID)
+			if l.endedAndGone(pod.UID) {
+				// Refused (or ended) and gone: nothing to terminate; node
+				// mode deletes it from the API as it is.
+				continue
+			}
 			l.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod, GracePeriod: pod.DeletionGracePeriodSeconds})
 		case podconfig.REMOVE:
 			l.pods.Remove(pod.UID)
+			gone := l.endedAndGone(pod.UID)
+			// A pod added again under this UID starts afresh.
+			l.statuses.Forget(pod.UID)
 			l.probes.RemovePod(pod.UID)
-			l.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod})
+			if !gone {
+				l.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod})
+			}
 		case podconfig.RECONCILE:
 			l.pods.Set(pod)
+			if l.mayStart(pod) && status.NeedsReadinessSync(pod) {
+				// A condition of a readiness gate changed in the API:
+				// the worker recomputes Ready from the new status, as
+				// the kubelet's HandlePodReconcile does.
+				l.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Sync, Pod: pod})
+			}
 		}
 	}
 }
@@ -134,10 +195,9 @@ func (l *syncLoop) handlePodUpdate(ctx context.Context, logger klog.Logger, u po
 // if any.
 func (l *syncLoop) handlePLEGEvent(ctx context.Context, logger klog.Logger, e *pleg.Event) {
 	pod := l.pods.Get(e.ID)
-	if pod == nil || pod.DeletionTimestamp != nil {
-		// Unknown, or an API pod being deleted that stays known until
-		// the API lets go of it: wake only a worker that exists, never
-		// start one (that would run the pod again).
+	if !l.mayStart(pod) {
+		// Wake only a worker that exists, never start one (that would
+		// run the pod again).
 		l.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Sync, UID: e.ID, MinCacheTime: e.Time})
 		return
 	}
@@ -145,11 +205,18 @@ func (l *syncLoop) handlePLEGEvent(ctx context.Context, logger klog.Logger, e *p
 	l.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Sync, Pod: pod, MinCacheTime: e.Time})
 }
 
+// mayStart reports whether a worker may be started for pod: it is known,
+// not an API pod being deleted (it stays known until the API lets go of
+// it), and not a pod the agent ended (past its deadline).
+func (l *syncLoop) mayStart(pod *v1.Pod) bool {
+	return pod != nil && pod.DeletionTimestamp == nil && !l.statuses.IsTerminal(pod.UID)
+}
+
 // handleProbeResult wakes the worker of the probed pod, which acts on the
 // result at its sync.
 func (l *syncLoop) handleProbeResult(ctx context.Context, logger klog.Logger, r prober.Result) {
 	pod := l.pods.Get(r.PodUID)
-	if pod == nil || pod.DeletionTimestamp != nil {
+	if !l.mayStart(pod) {
 		return
 	}
 	logger.V(2).Info("Probe result changed", "pod", klog.KObj(pod), "container", r.ContainerName, "containerID", r.ContainerID, "probe", r.Type, "success", r.Success)
@@ -161,6 +228,7 @@ func (l *syncLoop) handleProbeResult(ctx context.Context, logger klog.Logger, r 
 func (l *syncLoop) forgetGonePods() {
 	known := l.usage.Known()
 	l.probes.CleanupPods(func(uid types.UID) bool { return known[uid] })
+	l.statuses.ForgetTerminal(func(uid types.UID) bool { return known[uid] })
 	l.cache.Forget(func(uid types.UID, st *kubecontainer.PodStatus) bool {
 		return !known[uid] && (st == nil || len(st.Sandboxes)+len(st.Containers) == 0)
 	})
@@ -210,5 +278,40 @@ func logPodUpdate(logger klog.Logger, u podconfig.PodUpdate, pod *v1.Pod) {
 		logger.Info("Pod removed", kv...)
 	default:
 		logger.V(4).Info("Pod update", append(kv, "op", u.Op.String())...)
+	}
+}
+
+// deadlineExceeded is how the kubelet ends a pod that ran past its
+// spec.activeDeadlineSeconds: phase Failed with this reason and message.
+var deadlineExceeded = status.Terminal{
+	Reason:  "DeadlineExceeded",
+	Message: "Pod was active on the node longer than the specified deadline",
+}
+
+// endPastDeadline terminates the pods that have been active on the node
+// longer than their spec.activeDeadlineSeconds, counted from the status's
+// start time, as the kubelet's active deadline handler does (static pods
+// too): the pod gets phase Failed, reason DeadlineExceeded, and its
+// containers are killed with the pod's grace period. Checked on every
+// sync tick, so a pod ends within a second of its deadline; an update
+// of the deadline counts from the same start.
+func (l *syncLoop) endPastDeadline(ctx context.Context, logger klog.Logger) {
+	now := l.clock.Now()
+	for _, pod := range l.pods.List() {
+		d := pod.Spec.ActiveDeadlineSeconds
+		if d == nil || pod.DeletionTimestamp != nil {
+			continue
+		}
+		st, ok := l.statuses.Get(pod.UID)
+		if !ok || st.StartTime == nil || st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
+			continue
+		}
+		if now.Sub(st.StartTime.Time) < time.Duration(*d)*time.Second {
+			continue
+		}
+		logger.Info("Pod was active on the node longer than its activeDeadlineSeconds; killing it",
+			"pod", klog.KObj(pod), "podUID", pod.UID, "activeDeadlineSeconds", *d, "startTime", st.StartTime.Time)
+		l.statuses.SetTerminal(pod.UID, deadlineExceeded)
+		l.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/qos"
 )
 
 // podActions is what one sync must do to bring the runtime in line with a
@@ -35,6 +36,13 @@ type podActions struct {
 	ContainersToReplace []string
 	// SandboxesToRemove are dead sandboxes other than the newest.
 	SandboxesToRemove []string
+	// ContainersToResize are running containers whose resources change
+	// in place; PodResize says the pod is being resized, in place or by
+	// restarts its containers' resizePolicy asks for (ContainersToKill
+	// and ContainersToStart then hold those), so its cgroup is resized
+	// with them.
+	ContainersToResize []containerToResize
+	PodResize          bool
 	// Waiting are containers held back, and why.
 	Waiting map[string]kubecontainer.Waiting
 	// RequeueAfter is when a held-back container may start.
@@ -44,6 +52,9 @@ type podActions struct {
 type containerToStart struct {
 	Container    *v1.Container
 	RestartCount int
+	// TargetID is, for an ephemeral container with a targetContainerName,
+	// the runtime ID of the container whose PID namespace it joins.
+	TargetID string
 }
 
 type containerToKill struct {
@@ -89,12 +100,27 @@ func probeGrace(c *v1.Container, probe string) *int64 {
 
 func (a *podActions) changesRuntime() bool {
 	return a.KillPod || a.CreateSandbox || len(a.ContainersToStart) > 0 || len(a.ContainersToKill) > 0 || len(a.ContainersToReplace) > 0 ||
-		len(a.ContainersToRemove) > 0 || len(a.SandboxesToRemove) > 0
+		len(a.ContainersToRemove) > 0 || len(a.SandboxesToRemove) > 0 || len(a.ContainersToResize) > 0
 }
+
+// actuatedResources returns the resources applied to a container of the
+// pod (resourceState.Actuated), and whether any were recorded.
+type actuatedResources func(name string) (v1.ResourceRequirements, bool)
 
 // computePodActions decides what to do for pod given its runtime status.
 // remaining reports the restart backoff left for a container that exited.
 func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration, probes probeResults) podActions {
+	return computePodResize(pod, status, remaining, probes, nil)
+}
+
+// computePodResize is computePodActions for pod as allocated, whose running
+// containers' applied resources actuated returns (nil: none are known):
+// a running container whose allocated resources differ from those is
+// resized, in place or by a restart its resizePolicy asks for.
+func computePodResize(pod *v1.Pod, status *kubecontainer.PodStatus, remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration, probes probeResults, actuated actuatedResources) podActions {
+	if actuated == nil {
+		actuated = func(string) (v1.ResourceRequirements, bool) { return v1.ResourceRequirements{}, false }
+	}
 	if probes == nil {
 		probes = noProbes{}
 	}
@@ -151,10 +177,12 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 	}
 	a.SandboxID = sb.Id
 
-	p := &planner{pod: pod, status: status, remaining: remaining, probes: probes, a: &a}
+	p := &planner{pod: pod, status: status, remaining: remaining, probes: probes, actuated: actuated, a: &a}
 	if done := p.initContainers(sb.Id); !done {
 		if len(a.ContainersToStart) == 0 && a.RequeueAfter == 0 && !hasRunningContainer(status) {
 			a.KillPod = true // an init container failed for good
+		} else {
+			p.ephemeralContainers()
 		}
 		return a
 	}
@@ -180,12 +208,16 @@ func computePodActions(pod *v1.Pod, status *kubecontainer.PodStatus, remaining f
 			}
 		}
 	}
+	ephemeralNames(pod, inSpec)
 	for _, cs := range status.Containers {
 		if cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING && !inSpec[cs.Name] {
 			a.ContainersToKill[cs.ID] = containerToKill{Name: cs.Name, Reason: "not in spec"}
 		}
 	}
 	a.KillPod = finished
+	if !finished {
+		p.ephemeralContainers()
+	}
 	return a
 }
 
@@ -225,6 +257,7 @@ type planner struct {
 	status    *kubecontainer.PodStatus
 	remaining func(c *v1.Container, cs *kubecontainer.ContainerStatus) time.Duration
 	probes    probeResults
+	actuated  actuatedResources
 	a         *podActions
 }
 
@@ -240,7 +273,12 @@ func (p *planner) container(c *v1.Container, cs *kubecontainer.ContainerStatus, 
 		a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c})
 		a.Waiting[c.Name] = kubecontainer.Waiting{Reason: "ContainerCreating"}
 	case cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
-		if cs.Hash != kubecontainer.HashContainer(c) {
+		actuated, known := p.actuated(c.Name)
+		var created *v1.ResourceRequirements
+		if known {
+			created = &actuated
+		}
+		if !kubecontainer.MatchesSpec(cs.Hash, c, created) {
 			a.ContainersToKill[cs.ID] = containerToKill{Name: c.Name, Reason: "spec changed"}
 			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
 			return
@@ -253,6 +291,21 @@ func (p *planner) container(c *v1.Container, cs *kubecontainer.ContainerStatus, 
 			if alwaysRestart || pod.Spec.RestartPolicy != v1.RestartPolicyNever {
 				a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
 			}
+			return
+		}
+		if !known {
+			return
+		}
+		switch resize, restart := resizeAction(c, actuated); {
+		case restart:
+			// As the kubelet: its resizePolicy asks for a restart, which
+			// no restart policy holds back.
+			a.ContainersToKill[cs.ID] = containerToKill{Name: c.Name, Reason: "resize requires restart"}
+			a.ContainersToStart = append(a.ContainersToStart, containerToStart{Container: c, RestartCount: cs.RestartCount + 1})
+			a.PodResize = true
+		case resize:
+			a.ContainersToResize = append(a.ContainersToResize, containerToResize{ID: cs.ID, Container: c, From: actuated})
+			a.PodResize = true
 		}
 	case cs.State != runtimeapi.ContainerState_CONTAINER_EXITED:
 		// Created but never started (the agent died between create
@@ -375,10 +428,23 @@ func sandboxNeedsReplacing(pod *v1.Pod, sb *runtimeapi.PodSandboxStatus) string 
 		return "sandbox not ready"
 	case sb.Annotations[kubecontainer.AnnotationSandboxHash] != kubecontainer.HashSandbox(pod):
 		return "sandbox-level spec changed"
+	case qosChanged(pod, sb):
+		// Only a static pod's edit can change it (the apiserver refuses
+		// such a resize): the pod's cgroup, the sandbox's parent, lives
+		// under its class's.
+		return "QoS class changed"
 	case !pod.Spec.HostNetwork && len(kubecontainer.SandboxIPs(sb)) == 0:
 		return "sandbox has no IP"
 	}
 	return ""
+}
+
+// qosChanged reports whether pod's QoS class differs from the one its
+// sandbox sb was made with (sandboxes made before the class was recorded
+// are taken to have the pod's).
+func qosChanged(pod *v1.Pod, sb *runtimeapi.PodSandboxStatus) bool {
+	made := sb.Annotations[kubecontainer.AnnotationSandboxQOS]
+	return made != "" && made != string(qos.Class(pod))
 }
 
 // shouldRestart applies the pod's restart policy to a container that is not
@@ -449,6 +515,7 @@ func deadContainersToRemove(pod *v1.Pod, status *kubecontainer.PodStatus) []stri
 	for _, c := range pod.Spec.Containers {
 		inSpec[c.Name] = true
 	}
+	ephemeralNames(pod, inSpec)
 	dead := map[string]int{}
 	var out []string
 	for _, cs := range status.Containers { // newest first

@@ -13,6 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minikubelet/minikubelet/cgroups"
 )
 
 // fakeCgroups records what the syncer asks of the pod's cgroup, and which
@@ -28,6 +30,11 @@ type fakeCgroups struct {
 	strays    []int
 	ensureErr error
 	removeErr error
+	// set are the configurations written by SetPod, in order; usage is
+	// the memory each cgroup uses (by path) for Stats.
+	set     []cgroups.ResourceConfig
+	applied *cgroups.ResourceConfig
+	usage   map[string]uint64
 }
 
 var _ podCgroups = (*fakeCgroups)(nil)
@@ -36,7 +43,7 @@ func (f *fakeCgroups) PodCgroupParent(pod *v1.Pod) string {
 	return "/kubepods/burstable/pod" + string(pod.UID)
 }
 
-func (f *fakeCgroups) EnsurePod(_ context.Context, _ *v1.Pod) error {
+func (f *fakeCgroups) EnsurePod(_ context.Context, pod *v1.Pod) error {
 	var before []string
 	for _, c := range f.rt.GetCalls() {
 		if slices.Contains(mutatingCalls, c) {
@@ -46,7 +53,46 @@ func (f *fakeCgroups) EnsurePod(_ context.Context, _ *v1.Pod) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ensured = append(f.ensured, before)
+	if f.ensureErr == nil {
+		res := cgroups.PodResources(pod)
+		f.applied = &res
+	}
 	return f.ensureErr
+}
+
+func (f *fakeCgroups) SetPod(_ context.Context, _ *v1.Pod, res cgroups.ResourceConfig) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.set = append(f.set, res)
+	if f.ensureErr == nil {
+		f.applied = &res
+	}
+	return f.ensureErr
+}
+
+func (f *fakeCgroups) PodApplied(types.UID) (cgroups.ResourceConfig, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.applied == nil {
+		return cgroups.ResourceConfig{}, false
+	}
+	return *f.applied, true
+}
+
+func (f *fakeCgroups) FindPodCgroup(uid types.UID) (string, bool) {
+	return "/kubepods/burstable/pod" + string(uid), true
+}
+
+func (f *fakeCgroups) ContainerCgroup(parent, id string) string { return parent + "/" + id }
+
+func (f *fakeCgroups) Stats(path string) (*cgroups.Stats, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u, ok := f.usage[path]
+	if !ok {
+		return nil, fmt.Errorf("no cgroup %s", path)
+	}
+	return &cgroups.Stats{Memory: cgroups.MemoryStats{Usage: u}}, nil
 }
 
 func (f *fakeCgroups) RemovePod(_ context.Context, uid types.UID) error {

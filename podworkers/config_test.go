@@ -422,7 +422,7 @@ func TestSandboxConfig(t *testing.T) {
 				p.Spec.SecurityContext = &v1.PodSecurityContext{
 					RunAsUser:          &uid,
 					SupplementalGroups: []int64{5},
-					Sysctls:            []v1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}},
+					Sysctls:            []v1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}, {Name: "net/ipv4/conf/eth0.100/rp_filter", Value: "2"}},
 				}
 			}),
 			wantNS: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_NODE, Ipc: runtimeapi.NamespaceMode_NODE},
@@ -434,7 +434,7 @@ func TestSandboxConfig(t *testing.T) {
 				if sc.GetRunAsUser().GetValue() != 1000 || sc.GetRunAsGroup() != nil || !reflect.DeepEqual(sc.GetSupplementalGroups(), []int64{5}) {
 					t.Errorf("security context = %v", sc)
 				}
-				if got := cfg.GetLinux().GetSysctls(); got["net.core.somaxconn"] != "1024" {
+				if got := cfg.GetLinux().GetSysctls(); len(got) != 2 || got["net.core.somaxconn"] != "1024" || got["net.ipv4.conf.eth0/100.rp_filter"] != "2" {
 					t.Errorf("sysctls = %v", got)
 				}
 			},

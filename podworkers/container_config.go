@@ -2,6 +2,7 @@ package podworkers
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,6 +27,9 @@ type podEnv struct {
 	Downward downward.Resolver
 	PodIPs   []string
 	Objects  envObjects
+	// Services are the Service env vars (FOO_SERVICE_HOST, ...): a
+	// container's own vars refer to them and win over them.
+	Services map[string]string
 }
 
 // containerOpts is what containerConfig needs besides the pod and the
@@ -112,8 +116,14 @@ func makeEnv(pod *v1.Pod, c *v1.Container, penv podEnv) ([]*runtimeapi.KeyValue,
 	if err != nil {
 		return nil, &configError{msg: fmt.Sprintf("container %q: %v", c.Name, err)}
 	}
-	out := make([]*runtimeapi.KeyValue, 0, len(from)+len(c.Env))
+	out := make([]*runtimeapi.KeyValue, 0, len(from)+len(c.Env)+len(penv.Services))
 	vars := map[string]string{}
+	// refs is what $(NAME) may refer to: the container's vars so far,
+	// else the Service vars.
+	refs := maps.Clone(penv.Services)
+	if refs == nil {
+		refs = map[string]string{}
+	}
 	envs := make([]v1.EnvVar, 0, len(from)+len(c.Env))
 	for _, kv := range from {
 		envs = append(envs, v1.EnvVar{Name: kv[0], Value: kv[1]})
@@ -123,7 +133,7 @@ func makeEnv(pod *v1.Pod, c *v1.Container, penv podEnv) ([]*runtimeapi.KeyValue,
 		i := j - len(from)
 		value := e.Value
 		if i >= 0 {
-			value = expand(e.Value, vars) // envFrom values are not expanded
+			value = expand(e.Value, refs) // envFrom values are not expanded
 		}
 		switch {
 		case e.ValueFrom != nil && (e.ValueFrom.ConfigMapKeyRef != nil || e.ValueFrom.SecretKeyRef != nil):
@@ -154,8 +164,9 @@ func makeEnv(pod *v1.Pod, c *v1.Container, penv podEnv) ([]*runtimeapi.KeyValue,
 			out = append(out, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(value)})
 		}
 		vars[e.Name] = value
+		refs[e.Name] = value
 	}
-	return out, nil
+	return appendServiceEnv(out, penv.Services, vars), nil
 }
 
 func expandAll(in []string, vars map[string]string) []string {

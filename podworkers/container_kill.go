@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/minikubelet/minikubelet/internal/events"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
 
@@ -68,6 +69,7 @@ func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, status *kubecon
 			}
 			if err := s.hooks.run(ctx, hookTarget{pod: pod, container: c, containerID: id, podIPs: ips}, c.Lifecycle.PreStop, left); err != nil {
 				logger.Info("FailedPreStopHook", "err", err)
+				s.containerEvent(pod, c, v1.EventTypeWarning, events.FailedPreStop, "PreStopHook failed: %v", err)
 			}
 		}
 	}
@@ -76,6 +78,9 @@ func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, status *kubecon
 		grace = int64((left + time.Second - 1) / time.Second)
 	}
 	logger.Info("Killing container", "reason", k.Reason, "gracePeriod", grace)
+	if c := kubecontainer.SpecOf(pod, k.Name); c != nil {
+		s.containerEvent(pod, c, v1.EventTypeNormal, events.Killing, "Stopping container %s", k.Name)
+	}
 	if err := s.cfg.Runtime.StopContainer(ctx, id, grace); err != nil && !kubecontainer.IsNotFound(err) {
 		return fmt.Errorf("stop container %q (%s): %w", k.Name, id, err)
 	}

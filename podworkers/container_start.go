@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/minikubelet/minikubelet/internal/events"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 	"github.com/minikubelet/minikubelet/internal/qos"
 	"github.com/minikubelet/minikubelet/volumes"
@@ -27,6 +28,11 @@ type startTarget struct {
 	sandboxConfig *runtimeapi.PodSandboxConfig
 	env           podEnv
 	volumes       *volumes.PodVolumes
+	// imageVolumes maps the reference of each image volume whose image
+	// was ensured to the image the runtime mounts.
+	imageVolumes map[string]string
+	// hostsFile is mounted at /etc/hosts; empty: none.
+	hostsFile string
 }
 
 // startContainer creates one container of t's pod from the image img (or
@@ -59,9 +65,16 @@ func (s *Syncer) startContainer(ctx context.Context, t *startTarget, cts contain
 	if err != nil {
 		return kubecontainer.Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}, err
 	}
+	// The container shares its sandbox's user namespace, if any.
+	cfg.Linux.SecurityContext.NamespaceOptions.UsernsOptions = sandboxConfig.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()
+	shareTargetPID(cfg, cts.TargetID)
 	if err := addVolumeMounts(ctx, cfg, t.volumes, c); err != nil {
 		return kubecontainer.Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}, err
 	}
+	if err := volumes.ResolveImageMounts(cfg.Mounts, t.imageVolumes); err != nil {
+		return kubecontainer.Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}, fmt.Errorf("container %q: %w", c.Name, err)
+	}
+	addHostsMount(cfg, t.hostsFile, c)
 	if err := os.MkdirAll(filepath.Join(sandboxConfig.LogDirectory, c.Name), 0o755); err != nil {
 		return kubecontainer.Waiting{Reason: "CreateContainerError", Message: err.Error()}, fmt.Errorf("create log directory of container %q: %w", c.Name, err)
 	}
@@ -82,7 +95,16 @@ func (s *Syncer) startContainer(ctx context.Context, t *startTarget, cts contain
 		id, err = s.cfg.Runtime.CreateContainer(uncancelled(ctx), sandboxID, cfg, sandboxConfig)
 	}
 	if err != nil {
-		return kubecontainer.Waiting{Reason: "CreateContainerError", Message: err.Error()}, fmt.Errorf("create container %q: %w", c.Name, err)
+		// As the kubelet: the runtime's own words (a Localhost seccomp
+		// profile that is not there: "failed to generate seccomp spec
+		// opts: cannot load seccomp profile ...").
+		msg := kubecontainer.RuntimeMessage(err)
+		s.containerEvent(pod, c, v1.EventTypeWarning, events.Failed, "Error: %s", msg)
+		return kubecontainer.Waiting{Reason: "CreateContainerError", Message: msg}, fmt.Errorf("create container %q: %w", c.Name, err)
+	}
+	s.containerEvent(pod, c, v1.EventTypeNormal, events.Created, "Created container: %s", c.Name)
+	if err := s.cfg.Resources.SetActuated(pod.UID, c.Name, c.Resources); err != nil {
+		logger.Error(err, "Recording the container's applied resources failed; kept in memory")
 	}
 	if err := ctx.Err(); err != nil {
 		// Killed meanwhile: a created container runs nothing, and the
@@ -90,8 +112,11 @@ func (s *Syncer) startContainer(ctx context.Context, t *startTarget, cts contain
 		return kubecontainer.Waiting{Reason: "ContainerCreating"}, fmt.Errorf("start container %q (%s): %w", c.Name, id, err)
 	}
 	if err := s.cfg.Runtime.StartContainer(uncancelled(ctx), id); err != nil {
-		return kubecontainer.Waiting{Reason: "RunContainerError", Message: err.Error()}, fmt.Errorf("start container %q (%s): %w", c.Name, id, err)
+		msg := kubecontainer.RuntimeMessage(err)
+		s.containerEvent(pod, c, v1.EventTypeWarning, events.Failed, "Error: %s", msg)
+		return kubecontainer.Waiting{Reason: "RunContainerError", Message: msg}, fmt.Errorf("start container %q (%s): %w", c.Name, id, err)
 	}
+	s.containerEvent(pod, c, v1.EventTypeNormal, events.Started, "Started container %s", c.Name)
 	if cts.RestartCount == 0 {
 		logger.Info("Started container", "containerID", id)
 	} else {
@@ -102,6 +127,7 @@ func (s *Syncer) startContainer(ctx context.Context, t *startTarget, cts contain
 			// As the kubelet: a failed postStart hook kills the container;
 			// the restart policy decides the rest.
 			logger.Info("FailedPostStartHook: killing the container", "containerID", id, "err", err)
+			s.containerEvent(pod, c, v1.EventTypeWarning, events.FailedPostStart, "PostStartHook failed: %v", err)
 			if stopErr := s.cfg.Runtime.StopContainer(ctx, id, podGracePeriod(pod)); stopErr != nil && !kubecontainer.IsNotFound(stopErr) {
 				err = errors.Join(err, stopErr)
 			}

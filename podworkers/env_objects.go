@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
+
+	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
 
 // objectSource serves the configMaps and secrets a pod's env and
@@ -80,6 +82,9 @@ func readEnvObjects(ctx context.Context, objects objectSource, pod *v1.Pod) envO
 	for i := range pod.Spec.Containers {
 		visit(&pod.Spec.Containers[i])
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		visit(kubecontainer.EphemeralSpec(&pod.Spec.EphemeralContainers[i]))
+	}
 	return out
 }
 
@@ -107,7 +112,9 @@ func lookupObject[T any](m map[string]objectResult[T], kind, name string, option
 // envFromVars returns the variables of a container's envFrom, in order:
 // each source's keys sorted, prefixed; a later source overrides an earlier
 // one. Keys that are not valid variable names are skipped, as the kubelet
-// skips them.
+// skips them: since the kubelet's RelaxedEnvironmentVariableValidation
+// (GA in 1.34) any printable ASCII name without '=' is valid, so a key
+// such as "1-data-1" is set.
 func envFromVars(c *v1.Container, objs envObjects) ([][2]string, error) {
 	var out [][2]string
 	for i, src := range c.EnvFrom {
@@ -140,7 +147,7 @@ func envFromVars(c *v1.Container, objs envObjects) ([][2]string, error) {
 		sort.Strings(keys)
 		for _, k := range keys {
 			name := src.Prefix + k
-			if len(validation.IsEnvVarName(name)) > 0 {
+			if len(validation.IsRelaxedEnvVarName(name)) > 0 {
 				continue
 			}
 			out = append(out, [2]string{name, data[k]})

@@ -34,7 +34,7 @@ func (f fakeObjects) GetSecret(_ context.Context, _, name string) (*v1.Secret, e
 
 func TestEnvFromObjects(t *testing.T) {
 	objects := fakeObjects{
-		configMaps: map[string]*v1.ConfigMap{"cm": {Data: map[string]string{"B": "2", "A": "1", "bad-name": "x"}}},
+		configMaps: map[string]*v1.ConfigMap{"cm": {Data: map[string]string{"B": "2", "A": "1", "bad-name": "x", "1-data-1": "y", "a=b": "z", "tab\tname": "w"}}},
 		secrets:    map[string]*v1.Secret{"sec": {Data: map[string][]byte{"password": []byte("pw")}}},
 	}
 	cmRef := func(name, key string, optional bool) *v1.EnvVarSource {
@@ -48,14 +48,20 @@ func TestEnvFromObjects(t *testing.T) {
 		wantErr string
 	}{
 		{
-			name: "envFrom configMap sorted and prefixed, env overrides",
+			name: "envFrom configMap sorted and prefixed, env overrides, names with = or control characters skipped",
 			c: v1.Container{
 				Name:    "c",
 				EnvFrom: []v1.EnvFromSource{{Prefix: "P_", ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}},
 				Env:     []v1.EnvVar{{Name: "P_A", Value: "override"}},
 			},
 			objects: objects,
-			want:    "P_A=override,P_B=2,P_bad-name=x",
+			want:    "P_1-data-1=y,P_A=override,P_B=2,P_bad-name=x",
+		},
+		{
+			name:    "envFrom without a prefix: names that start with a digit are set",
+			c:       v1.Container{Name: "c", EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}}},
+			objects: objects,
+			want:    "1-data-1=y,A=1,B=2,bad-name=x",
 		},
 		{
 			name:    "secretKeyRef and configMapKeyRef",

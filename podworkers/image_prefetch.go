@@ -23,22 +23,26 @@ type imageResult struct {
 	image *runtimeapi.Image
 }
 
-// imagePrefetch holds the images of the containers to start; results is
-// written by the prefetching goroutine and may be read once done is closed.
+// imagePrefetch holds the images of the containers to start (results, by
+// container name) and of the image volumes they mount (volumes, by volume
+// name); both are written by the prefetching goroutine and may be read
+// once done is closed.
 type imagePrefetch struct {
 	done    chan struct{}
 	results map[string]imageResult
+	volumes map[string]imageResult
 }
 
 // prefetchImages ensures, in one goroutine, the image of every container to
-// start, in order.
+// start, in order, then those of the image volumes they mount.
 func (s *Syncer) prefetchImages(ctx context.Context, pod *v1.Pod, cs []containerToStart, sandboxConfig *runtimeapi.PodSandboxConfig) *imagePrefetch {
 	p := &imagePrefetch{done: make(chan struct{}), results: make(map[string]imageResult, len(cs))}
 	go func() {
 		defer close(p.done)
 		for _, cts := range cs {
-			p.results[cts.Container.Name] = s.ensureImage(ctx, pod, cts.Container, sandboxConfig)
+			p.results[cts.Container.Name] = s.ensureImage(ctx, pod, containerImage(pod, cts.Container), sandboxConfig)
 		}
+		p.volumes = s.ensureImageVolumes(ctx, pod, imageVolumesMounted(pod, cs), sandboxConfig)
 	}()
 	return p
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/internal/events"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
 
@@ -42,9 +43,26 @@ const (
 	defaultPullBackOffMax     = 5 * time.Minute
 )
 
-// ensureImage returns the image reference to create container c of pod
-// from, pulling the image when its pull policy asks for it (Always: every
-// time; IfNotPresent: when missing; Never: not at all).
+// imageWant is an image a pod needs: a container's, or an image volume's.
+type imageWant struct {
+	image  string
+	policy v1.PullPolicy
+	// ref is what the pull's events are about: the container, or, for an
+	// image volume, the pod (as the kubelet records them).
+	ref *v1.ObjectReference
+	// logKey and logName name the container or volume in log lines.
+	logKey, logName string
+}
+
+// containerImage is the image of container c of pod.
+func containerImage(pod *v1.Pod, c *v1.Container) imageWant {
+	return imageWant{image: c.Image, policy: c.ImagePullPolicy, ref: events.Container(pod, c), logKey: "container", logName: c.Name}
+}
+
+// ensureImage returns the image reference to create a container or mount
+// an image volume of pod from, pulling the image when its pull policy asks
+// for it (Always: every time; IfNotPresent: when missing; Never: not at
+// all).
 //
 // A failed pull is not an error of the sync: it is reported as
 // ErrImagePull, and pulls of that image for that pod then back off (see
@@ -54,51 +72,63 @@ const (
 // that the remaining time it reports stays current. Errors that no retry
 // of the pull can mend (a bad image name, Never with a missing image) are
 // returned as errors.
-func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxConfig *runtimeapi.PodSandboxConfig) imageResult {
-	logger := klog.FromContext(ctx).WithValues("container", c.Name, "image", c.Image)
-	repo, err := imageRepo(c.Image)
+func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, want imageWant, sandboxConfig *runtimeapi.PodSandboxConfig) imageResult {
+	logger := klog.FromContext(ctx).WithValues(want.logKey, want.logName, "image", want.image)
+	image := want.image
+	event := func(eventType, reason, messageFmt string, args ...any) {
+		s.cfg.Events.Eventf(want.ref, eventType, reason, messageFmt, args...)
+	}
+	repo, err := imageRepo(image)
 	if err != nil {
 		return imageResult{waiting: kubecontainer.Waiting{Reason: reasonInvalidImageName, Message: err.Error()}, err: err}
 	}
-	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
+	spec := &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image}
 	resp, err := s.cfg.Images.ImageStatus(ctx, spec, false)
 	if err != nil {
-		err = fmt.Errorf("inspect image %q: %w", c.Image, err)
+		err = fmt.Errorf("inspect image %q: %w", image, err)
 		return imageResult{waiting: kubecontainer.Waiting{Reason: reasonImageInspectError, Message: err.Error()}, err: err}
 	}
 	present := resp.GetImage() != nil
 	switch {
-	case c.ImagePullPolicy == v1.PullNever && !present:
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+	case want.policy == v1.PullNever && !present:
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
+		event(v1.EventTypeWarning, events.ErrImageNeverPull, "%s", msg)
 		return imageResult{waiting: kubecontainer.Waiting{Reason: reasonErrImageNeverPull, Message: msg}, err: errors.New(msg)}
-	case present && c.ImagePullPolicy != v1.PullAlways:
+	case present && want.policy != v1.PullAlways:
+		event(v1.EventTypeNormal, events.Pulled, "Container image %q already present on machine and can be accessed by the pod", image)
 		return imageResult{ref: resp.Image.Id, image: resp.Image}
 	}
 
-	key := pullKey{uid: pod.UID, image: c.Image}
+	key := pullKey{uid: pod.UID, image: image}
 	if wait, lastErr := s.pulls.remaining(key); wait > 0 {
-		msg := fmt.Sprintf("Back-off pulling image %q (next attempt in %s): %s: %s", c.Image, ceilSeconds(wait), reasonErrImagePull, lastErr)
+		msg := fmt.Sprintf("Back-off pulling image %q (next attempt in %s): %s: %s", image, ceilSeconds(wait), reasonErrImagePull, lastErr)
+		event(v1.EventTypeNormal, events.BackOff, "Back-off pulling image %q", image)
 		return imageResult{waiting: kubecontainer.Waiting{Reason: reasonImagePullBackOff, Message: msg}, retryAfter: min(wait, s.pulls.initial)}
 	}
-	logger.V(2).Info("Pulling image", "pullPolicy", c.ImagePullPolicy, "present", present)
+	logger.V(2).Info("Pulling image", "pullPolicy", want.policy, "present", present)
+	event(v1.EventTypeNormal, events.Pulling, "Pulling image %q", image)
 	start := s.cfg.Clock.Now()
 	ref, err := s.pullImage(ctx, pod, spec, repo, sandboxConfig)
 	if err != nil {
 		if ctx.Err() != nil {
 			// The sync was cancelled (the pod is being killed): no
 			// verdict on the registry.
-			return imageResult{err: fmt.Errorf("pull image %q: %w (%w)", c.Image, ctx.Err(), err)}
+			return imageResult{err: fmt.Errorf("pull image %q: %w (%w)", image, ctx.Err(), err)}
 		}
 		msg := oneLine(err.Error())
 		window := s.pulls.failed(key, msg)
 		logger.Error(err, "Pulling image failed; backing off", "backOff", window)
+		event(v1.EventTypeWarning, events.Failed, "Failed to pull image %q: %s", image, msg)
+		event(v1.EventTypeWarning, events.Failed, "Error: %s", reasonErrImagePull)
 		return imageResult{
-			waiting:    kubecontainer.Waiting{Reason: reasonErrImagePull, Message: fmt.Sprintf("Failed to pull image %q: %s", c.Image, msg)},
+			waiting:    kubecontainer.Waiting{Reason: reasonErrImagePull, Message: fmt.Sprintf("Failed to pull image %q: %s", image, msg)},
 			retryAfter: min(window, s.pulls.initial),
 		}
 	}
 	s.pulls.succeeded(key)
-	logger.V(2).Info("Pulled image", "imageRef", ref, "duration", s.cfg.Clock.Since(start).Round(time.Millisecond))
+	took := s.cfg.Clock.Since(start).Round(time.Millisecond)
+	logger.V(2).Info("Pulled image", "imageRef", ref, "duration", took)
+	event(v1.EventTypeNormal, events.Pulled, "Successfully pulled image %q in %v", image, took)
 	return imageResult{ref: ref}
 }
 

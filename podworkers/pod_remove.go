@@ -46,6 +46,7 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, status *kub
 	if err := s.removePodDir(ctx, pod.UID); err != nil {
 		return SyncResult{StatusTime: fresh.TimeStamp}, err
 	}
+	s.releaseUserNamespace(pod.UID)
 	if s.cfg.Cgroups != nil {
 		if err := s.removePodCgroup(ctx, pod.UID); err != nil {
 			return SyncResult{StatusTime: fresh.TimeStamp}, fmt.Errorf("remove pod cgroup: %w", err)
@@ -57,6 +58,9 @@ func (s *Syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, status *kub
 	delete(s.waiting, pod.UID)
 	s.mu.Unlock()
 	s.messages.forget(pod.UID)
+	if err := s.cfg.Resources.Release(pod.UID); err != nil {
+		klog.FromContext(ctx).Error(err, "Forgetting the pod's resources failed; kept in memory")
+	}
 	s.cfg.Status.RemovePod(pod.UID)
 	klog.FromContext(ctx).Info("Pod terminated: its sandbox, volumes and cgroup are gone")
 	return SyncResult{StatusTime: fresh.TimeStamp}, nil

@@ -6,9 +6,11 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/qos"
 )
 
 // PodLogsDir returns the directory of a pod's container logs under root, as
@@ -19,11 +21,12 @@ func PodLogsDir(root string, pod *v1.Pod) string {
 
 // sandboxConfig converts a pod into the CRI sandbox config.
 func (s *Syncer) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
-	annotations := make(map[string]string, len(pod.Annotations)+1)
+	annotations := make(map[string]string, len(pod.Annotations)+2)
 	for k, v := range pod.Annotations {
 		annotations[k] = v
 	}
 	annotations[kubecontainer.AnnotationSandboxHash] = kubecontainer.HashSandbox(pod)
+	annotations[kubecontainer.AnnotationSandboxQOS] = string(qos.Class(pod))
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name:      pod.Name,
@@ -38,6 +41,11 @@ func (s *Syncer) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandb
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 				NamespaceOptions: namespaceOptions(pod),
+				// As the kubelet: the sandbox (pause) runs with the
+				// runtime's default seccomp profile whatever the pod asks
+				// for its containers, so that a pod-level Localhost
+				// profile need not allow what pause does.
+				Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 			},
 		},
 	}
@@ -60,14 +68,28 @@ func (s *Syncer) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandb
 			lsc.SupplementalGroups = append(lsc.SupplementalGroups, *sc.FSGroup)
 		}
 		lsc.SupplementalGroups = append(lsc.SupplementalGroups, sc.SupplementalGroups...)
+		lsc.SupplementalGroupsPolicy = supplementalGroupsPolicy(sc)
 		for _, sysctl := range sc.Sysctls {
 			if cfg.Linux.Sysctls == nil {
 				cfg.Linux.Sysctls = map[string]string{}
 			}
-			cfg.Linux.Sysctls[sysctl.Name] = sysctl.Value
+			// As the kubelet: "net/ipv4/ip_forward" is net.ipv4.ip_forward
+			// (admission checked the names).
+			cfg.Linux.Sysctls[utilsysctl.NormalizeName(sysctl.Name)] = sysctl.Value
 		}
 	}
 	return cfg
+}
+
+// supplementalGroupsPolicy is the pod's supplementalGroupsPolicy for CRI;
+// Merge (the API's default, and CRI's zero value) when it sets none.
+// Validation and admission refused other values, and Strict where the
+// runtime does not support it.
+func supplementalGroupsPolicy(sc *v1.PodSecurityContext) runtimeapi.SupplementalGroupsPolicy {
+	if sc == nil || sc.SupplementalGroupsPolicy == nil {
+		return runtimeapi.SupplementalGroupsPolicy_Merge
+	}
+	return runtimeapi.SupplementalGroupsPolicy(runtimeapi.SupplementalGroupsPolicy_value[string(*sc.SupplementalGroupsPolicy)])
 }
 
 // podHostname is spec.hostname or the pod's name, cut to a DNS label.

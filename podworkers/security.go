@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/internal/apparmor"
 )
 
 // imageUser is the user an image runs as, as the runtime's ImageStatus
@@ -120,8 +122,10 @@ func effectiveSecurityContext(pod *v1.Pod, c *v1.Container) v1.SecurityContext {
 // Seccomp is set only when the pod or container asks for a profile; left
 // unset, containerd applies its own default (unconfined unless its
 // unset_seccomp_profile says otherwise), which is what the kubelet asks
-// for explicitly with SeccompDefault off. AppArmor is never set: the
-// runtime's default applies.
+// for explicitly with SeccompDefault off. AppArmor is set, in the field
+// and the deprecated string, when the container, its annotation or the
+// pod asks for a profile (admission refused the pod if the host cannot
+// enforce it); else the runtime's default applies.
 func linuxSecurityContext(pod *v1.Pod, c *v1.Container, user imageUser, seccompRoot string) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	sc := effectiveSecurityContext(pod, c)
 	if err := verifyRunAsNonRoot(pod, c, &sc, user); err != nil {
@@ -144,6 +148,9 @@ func linuxSecurityContext(pod *v1.Pod, c *v1.Container, user imageUser, seccompR
 		NoNewPrivs: sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation,
 		Seccomp:    seccomp,
 	}
+	// The deprecated string too, as the kubelet sends it for runtimes
+	// that read only that.
+	out.Apparmor, out.ApparmorProfile = appArmorProfile(apparmor.Profile(pod, c)) //nolint:staticcheck // SA1019: see above
 	if out.RunAsUser == nil {
 		// As the kubelet: the image's numeric user is passed on, a name
 		// is left to the runtime to resolve. (So a group in the image's
@@ -161,6 +168,7 @@ func linuxSecurityContext(pod *v1.Pod, c *v1.Container, user imageUser, seccompR
 			out.SupplementalGroups = append(out.SupplementalGroups, *psc.FSGroup)
 		}
 		out.SupplementalGroups = append(out.SupplementalGroups, psc.SupplementalGroups...)
+		out.SupplementalGroupsPolicy = supplementalGroupsPolicy(psc)
 	}
 	if sc.ProcMount != nil && *sc.ProcMount == v1.UnmaskedProcMount {
 		out.MaskedPaths, out.ReadonlyPaths = []string{}, []string{}
@@ -244,6 +252,27 @@ func seccompProfile(p *v1.SeccompProfile, root string) (*runtimeapi.SecurityProf
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: filepath.Join(root, *p.LocalhostProfile)}, nil
 	default:
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
+	}
+}
+
+// appArmorProfile converts an AppArmor profile as the kubelet's
+// getAppArmorProfile does, with the deprecated string form older runtimes
+// read; nil leaves the runtime's default. A Localhost profile without a
+// name, or one of an unknown type, never gets here (admission refused its
+// pod).
+func appArmorProfile(p *v1.AppArmorProfile) (*runtimeapi.SecurityProfile, string) {
+	switch {
+	case p == nil:
+		return nil, ""
+	case p.Type == v1.AppArmorProfileTypeRuntimeDefault:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, v1.DeprecatedAppArmorBetaProfileRuntimeDefault
+	case p.Type == v1.AppArmorProfileTypeLocalhost && p.LocalhostProfile != nil:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: *p.LocalhostProfile},
+			v1.DeprecatedAppArmorBetaProfileNamePrefix + *p.LocalhostProfile
+	case p.Type == v1.AppArmorProfileTypeUnconfined:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, v1.DeprecatedAppArmorBetaProfileNameUnconfined
+	default:
+		return nil, "" // an unknown type: admission refused the pod
 	}
 }
 

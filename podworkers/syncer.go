@@ -13,7 +13,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/internal/downward"
+	"github.com/minikubelet/minikubelet/internal/events"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
 
@@ -28,6 +30,7 @@ type runtimeService interface {
 	StopContainer(ctx context.Context, containerID string, timeout int64) error
 	RemoveContainer(ctx context.Context, containerID string) error
 	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout []byte, stderr []byte, err error)
+	UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.ContainerResources) error
 }
 
 // imageService is the part of the CRI image service the syncer uses.
@@ -59,6 +62,16 @@ type podCgroups interface {
 	// KillPodProcesses kills what is left in the pod's cgroup and returns
 	// the PIDs it killed; only for a pod the runtime holds nothing of.
 	KillPodProcesses(ctx context.Context, uid types.UID) ([]int, error)
+	// SetPod is EnsurePod with the given configuration (a resize grows
+	// the pod's cgroup before its containers); PodApplied returns what
+	// was last written, if anything since the agent started.
+	SetPod(ctx context.Context, pod *v1.Pod, res cgroups.ResourceConfig) error
+	PodApplied(uid types.UID) (cgroups.ResourceConfig, bool)
+	// FindPodCgroup, ContainerCgroup and Stats read the memory a pod and
+	// its containers use, which a resize's new limits must exceed.
+	FindPodCgroup(uid types.UID) (string, bool)
+	ContainerCgroup(parent, id string) string
+	Stats(path string) (*cgroups.Stats, error)
 }
 
 // cacheWriter is where the syncer stores the status it reads after acting.
@@ -68,6 +81,9 @@ type cacheWriter interface {
 
 // SyncerConfig configures a Syncer.
 type SyncerConfig struct {
+	// Events records the kubelet's events about pods and containers
+	// (node mode); nil records none.
+	Events  eventRecorder
 	Runtime runtimeService
 	Images  imageService
 	Cache   cacheWriter
@@ -109,6 +125,32 @@ type SyncerConfig struct {
 	// Objects serves the configMaps and secrets of env valueFrom, envFrom
 	// and imagePullSecrets; nil in standalone mode, where they fail.
 	Objects objectSource
+	// DNS makes sandboxes' DNS configuration; nil leaves it to the
+	// runtime.
+	DNS dnsConfigurer
+	// ClusterDomain is the domain of pods' hostnames in /etc/hosts
+	// (<subdomain>.<namespace>.svc.<ClusterDomain>).
+	ClusterDomain string
+	// HostsFile is the host's hosts file, what host-network pods'
+	// /etc/hosts starts with; empty: /etc/hosts.
+	HostsFile string
+	// Services lists the Services whose env vars containers get; nil in
+	// standalone mode, where they get none.
+	Services serviceLister
+	// RuntimeClasses resolves runtimeClassName to the runtime handler a
+	// sandbox runs with; nil in standalone mode, where admission refuses
+	// pods naming a class.
+	RuntimeClasses runtimeClasses
+	// UserNamespaces hands out the ID ranges of pods with hostUsers:
+	// false, where UsernsSupport says the runtime handler can give a pod
+	// a user namespace; nil: no pod gets one (such pods never start).
+	UserNamespaces userNamespaces
+	UsernsSupport  usernsSupport
+	// Resources keeps the resources granted to and applied to each pod's
+	// containers, and the resize conditions (agent/allocation). Required:
+	// pods run with what it grants, and a resize is made through it
+	// (resize.go).
+	Resources resourceState
 }
 
 // Syncer does the runtime work of pod workers. It is safe for concurrent
@@ -128,12 +170,18 @@ type Syncer struct {
 	hooks *hookRunner
 	// downward resolves env fieldRefs and resourceFieldRefs.
 	downward downward.Resolver
+	// resizeMu makes the pods' resize decisions one at a time, so that
+	// two resizes never both take the same free resources.
+	resizeMu sync.Mutex
 }
 
 var _ podSyncer = (*Syncer)(nil)
 
 // NewSyncer returns a Syncer.
 func NewSyncer(cfg SyncerConfig) *Syncer {
+	if cfg.Events == nil {
+		cfg.Events = events.Discard{}
+	}
 	return &Syncer{
 		cfg:     cfg,
 		backOff: newBackOff(cfg.Clock, cfg.BackOffInitial, cfg.BackOffMax, cfg.BackOffReset),

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/minikubelet/minikubelet/agent/allocation"
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 	"github.com/minikubelet/minikubelet/internal/polltest"
@@ -36,6 +37,8 @@ type spyRuntime struct {
 	created     []*runtimeapi.ContainerConfig
 	onStart     func(id string)
 	beforeStart func(ctx context.Context)
+	// resized are the UpdateContainerResources calls (resize_test.go).
+	resized []resizeCall
 }
 
 var _ runtimeService = (*spyRuntime)(nil)
@@ -124,6 +127,7 @@ type syncerFixture struct {
 	cache  *pleg.Cache
 	status *recordingStatus
 	clock  *testingclock.FakeClock
+	events *recordedEvents
 	s      *Syncer
 	root   string
 	logs   string
@@ -139,12 +143,14 @@ func newSyncer(t *testing.T) *syncerFixture {
 		cache:  pleg.NewCache(),
 		status: &recordingStatus{},
 		clock:  testingclock.NewFakeClock(t0),
+		events: &recordedEvents{},
 		root:   t.TempDir(),
 		logs:   t.TempDir(),
 		ctx:    ctx,
 	}
 	f.cache.UpdateTime(t0.Add(-time.Second)) // as if a relist had run
 	f.s = NewSyncer(SyncerConfig{
+		Events:         f.events,
 		Runtime:        f.rt,
 		Images:         f.img,
 		Cache:          f.cache,
@@ -157,6 +163,7 @@ func newSyncer(t *testing.T) *syncerFixture {
 		BackOffInitial: 10 * time.Second,
 		BackOffMax:     5 * time.Minute,
 		BackOffReset:   10 * time.Minute,
+		Resources:      allocation.New(ctx, allocation.Config{Path: filepath.Join(f.root, allocation.StateFile), Clock: f.clock}),
 	})
 	return f
 }

@@ -152,7 +152,7 @@ func (m *terminationMessages) forget(uid types.UID) {
 // path are the spec's: a container no longer in the spec gets none. A
 // read error becomes the message, as under the kubelet.
 func readTerminationMessage(pod *v1.Pod, cs *kubecontainer.ContainerStatus, podDir, logDir string) string {
-	c := podContainer(pod, cs.Name)
+	c := kubecontainer.SpecOf(pod, cs.Name)
 	if c == nil {
 		return ""
 	}
@@ -176,18 +176,6 @@ func readTerminationMessage(pod *v1.Pod, cs *kubecontainer.ContainerStatus, podD
 		return fmt.Sprintf("Error on reading termination message from logs: %v", err)
 	}
 	return msg
-}
-
-// podContainer returns the init or regular container of pod called name.
-func podContainer(pod *v1.Pod, name string) *v1.Container {
-	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range cs {
-			if cs[i].Name == name {
-				return &cs[i]
-			}
-		}
-	}
-	return nil
 }
 
 // readTail returns the last limit bytes of the file at path.

@@ -284,10 +284,11 @@ func TestSyncTerminationMessage(t *testing.T) {
 	f.rt.mu.Lock()
 	created := f.rt.created
 	f.rt.mu.Unlock()
-	if len(created) != 1 || len(created[0].Mounts) != 1 {
-		t.Fatalf("created %v, want one container with one mount", created)
+	// The pod's /etc/hosts, then the termination message file.
+	if len(created) != 1 || len(created[0].Mounts) != 2 || created[0].Mounts[0].ContainerPath != "/etc/hosts" {
+		t.Fatalf("created %v, want one container with two mounts", created)
 	}
-	host := created[0].Mounts[0].HostPath
+	host := created[0].Mounts[1].HostPath
 	if host != filepath.Join(f.root, "pods", string(pod.UID), "containers", "app", "0") {
 		t.Errorf("termination message file %s", host)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -40,6 +41,8 @@ type fileProjection struct {
 	data []byte
 	// mode is the file's permission bits.
 	mode fs.FileMode
+	// gid is the file's group; nil leaves the writer's (root).
+	gid *int64
 }
 
 // atomicWriter publishes a set of files in a directory so that a reader
@@ -226,6 +229,9 @@ func sameContent(dir string, payload map[string]fileProjection) (bool, error) {
 		if !fi.Mode().IsRegular() || fi.Mode().Perm() != fp.mode.Perm() || fi.Size() != int64(len(fp.data)) {
 			return false, nil
 		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fp.gid != nil && int64(st.Gid) != *fp.gid {
+			return false, nil
+		}
 		data, err := os.ReadFile(full) //nolint:gosec // G304: a file of the volume's own version directory
 		if err != nil {
 			return false, fmt.Errorf("read current content: %w", err)
@@ -260,6 +266,11 @@ func writeFiles(dir string, payload map[string]fileProjection) error {
 		}
 		if err := os.WriteFile(full, fp.data, fp.mode.Perm()); err != nil {
 			return fmt.Errorf("write %s: %w", p, err)
+		}
+		if fp.gid != nil {
+			if err := os.Lchown(full, -1, int(*fp.gid)); err != nil {
+				return fmt.Errorf("hand %s to group %d: %w", p, *fp.gid, err)
+			}
 		}
 		if err := os.Chmod(full, fp.mode.Perm()); err != nil {
 			return fmt.Errorf("set mode of %s: %w", p, err)

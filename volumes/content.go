@@ -21,8 +21,10 @@ type contentWriter struct {
 
 // publish makes the volume's directory, on a tmpfs when memory (sized as a
 // memory-backed emptyDir without sizeLimit), and writes payload there with
-// the atomic writer. Containers mount the volume read-only.
+// the atomic writer. Containers mount the volume read-only. With a pod
+// fsGroup the files are handed to it (fsGroupOwnership).
 func (w *contentWriter) publish(ctx context.Context, req setUpRequest, memory bool, payload map[string]fileProjection) (volume, error) {
+	payload = fsGroupOwnership(payload, req.pod)
 	if memory {
 		if err := ensureTmpfs(ctx, req.dir, memoryBackedSize(req.pod, nil, w.cfg.NodeAllocatable)); err != nil {
 			return volume{}, err
@@ -34,6 +36,25 @@ func (w *contentWriter) publish(ctx context.Context, req setUpRequest, memory bo
 		return volume{}, fmt.Errorf("write content: %w", err)
 	}
 	return volume{hostPath: req.dir, readOnly: true}, nil
+}
+
+// fsGroupOwnership hands the files of a content volume to the pod's
+// fsGroup, as the kubelet's SetVolumeOwnership does for these read-only
+// volumes: group fsGroup, and read permission for the group added to each
+// file's mode (so a defaultMode of 0440 stays 0440, 0400 becomes 0440).
+// The payload is returned unchanged when the pod has no fsGroup.
+func fsGroupOwnership(payload map[string]fileProjection, pod *v1.Pod) map[string]fileProjection {
+	sc := pod.Spec.SecurityContext
+	if sc == nil || sc.FSGroup == nil {
+		return payload
+	}
+	out := make(map[string]fileProjection, len(payload))
+	for p, fp := range payload {
+		fp.mode |= 0o440
+		fp.gid = sc.FSGroup
+		out[p] = fp
+	}
+	return out
 }
 
 // errNoAPIServer is why configMap, secret and serviceAccountToken content
@@ -233,9 +254,10 @@ func (p *projectedPlugin) sourcePayload(ctx context.Context, pod *v1.Pod, s *v1.
 }
 
 // tokenPayload asks for a token of the pod's service account, bound to the
-// pod, as the kubelet does. The file has the volume's defaultMode: the
-// kubelet makes it 0600 and hands it to the pod's fsGroup, which the agent
-// does not apply (see doc.go).
+// pod, as the kubelet does. The file has the volume's defaultMode, or 0600
+// when the pod has an fsGroup (which publish then hands it to, 0640), as
+// the kubelet makes it. The kubelet also makes it owned by the containers'
+// runAsUser when they all share one; the agent does not (see doc.go).
 func tokenPayload(ctx context.Context, objects objectSource, pod *v1.Pod, src *v1.ServiceAccountTokenProjection, defaultMode fs.FileMode) (map[string]fileProjection, error) {
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
@@ -262,5 +284,9 @@ func tokenPayload(ctx context.Context, objects objectSource, pod *v1.Pod, src *v
 	if err != nil {
 		return nil, fmt.Errorf("get token of service account %s/%s: %w", pod.Namespace, sa, err)
 	}
-	return map[string]fileProjection{src.Path: {data: []byte(tr.Status.Token), mode: defaultMode}}, nil
+	mode := defaultMode
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		mode = 0o600
+	}
+	return map[string]fileProjection{src.Path: {data: []byte(tr.Status.Token), mode: mode}}, nil
 }

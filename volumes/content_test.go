@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -90,8 +91,8 @@ func TestContentVolumesWithoutAPIServer(t *testing.T) {
 			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
 		}}}, `serviceAccountToken projections need an apiserver`},
 		{"persistentVolumeClaim", v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}},
-			`volume "v": persistentVolumeClaim volumes are not supported: minikubelet supports emptyDir, hostPath, downwardAPI, configMap, secret and projected`},
-		{"image", v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "busybox"}}, `volume "v": image volumes are not supported`},
+			`volume "v": persistentVolumeClaim volumes are not supported: minikubelet supports emptyDir, hostPath, downwardAPI, configMap, secret, projected and image`},
+		{"image", v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "busybox"}}, `volume "v": image volumes need a container runtime that mounts images through CRI (containerd 2.1 or later, CRI-O 1.31 or later); this node's container runtime does not, and the pod does not run without the volume`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,5 +309,49 @@ func TestConfigMapUpdate(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(dir, gone)); !os.IsNotExist(err) {
 			t.Errorf("%s still there (%v)", gone, err)
 		}
+	}
+}
+
+// With a pod fsGroup, as the kubelet's SetVolumeOwnership: content files
+// go to the group with group read added (defaultMode 0440 stays 0440,
+// 0400 becomes 0440), a projected token is 0640, and an emptyDir's
+// directory is the group's, group-writable and setgid. A second set-up
+// (the next sync) finds nothing to change.
+func TestFSGroupOwnership(t *testing.T) {
+	requireRoot(t)
+	const gid = 1234
+	objects := objectsForTest()
+	m := newTestManager(t, Config{Objects: objects})
+	pod := testPod("uid-fsgroup", []v1.Volume{
+		{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "creds", DefaultMode: ptr.To[int32](0o400)}}},
+		{Name: "p", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{DefaultMode: ptr.To[int32](0o644), Sources: []v1.VolumeProjection{
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Items: []v1.KeyToPath{{Key: "level", Path: "level"}}}},
+		}}}},
+		emptyDirVolume("e", v1.StorageMediumDefault),
+	}, func(p *v1.Pod) { p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: ptr.To[int64](gid)} })
+	check := func(path string, wantMode os.FileMode) {
+		t.Helper()
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode()&(os.ModePerm|os.ModeSetgid) != wantMode || st.Gid != gid || st.Uid != 0 {
+			t.Errorf("%s: mode %v uid %d gid %d, want %v root:%d", path, fi.Mode(), st.Uid, st.Gid, wantMode, gid)
+		}
+	}
+	for range 2 {
+		pv, err := m.SetUpPod(testCtx(t), pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := pv.HostPath("s")
+		p, _ := pv.HostPath("p")
+		e, _ := pv.HostPath("e")
+		check(filepath.Join(s, "user"), 0o440)
+		check(filepath.Join(p, "token"), 0o640)
+		check(filepath.Join(p, "level"), 0o644)
+		check(e, 0o777|os.ModeSetgid)
 	}
 }

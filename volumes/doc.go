@@ -37,6 +37,15 @@
 //     standalone agent, static pods) they fail with an error saying they
 //     need an apiserver. Static pods are refused such volumes earlier, at
 //     manifest validation.
+//   - image (volumes[].image): nothing on the host; a CRI Mount naming the
+//     image, read-only, of a subPath or subPathExpr inside it
+//     (image_sub_path), which the runtime mounts from the image's layers.
+//     The pod worker pulls the image (its pullPolicy, the pod's
+//     imagePullSecrets) and ResolveImageMounts puts the image it got into
+//     the mount. Config.ImageVolumes says what the runtime can do: on one
+//     that cannot mount images (containerd before 2.1) the volume fails to
+//     set up, and the pod does not start; a subPath where the runtime
+//     cannot honour it (containerd 2.1) fails that container's mount.
 //
 // downwardAPI, configMap, secret and projected volumes are written by an
 // atomic writer in the kubelet's layout (a timestamped directory, a ..data
@@ -50,19 +59,23 @@
 // kubelet: containerd refuses the container otherwise.
 //
 // Where it departs from the kubelet:
-//   - No fsGroup: volume files are not handed to the pod's fsGroup
-//     (SetVolumeOwnership); content files keep their mode, owned by root,
-//     and a serviceAccountToken file has the volume's defaultMode (the
-//     kubelet makes it 0600 for an fsGroup to read).
+//   - fsGroup is applied as the kubelet applies it to downwardAPI,
+//     configMap, secret and projected volumes (files handed to the group,
+//     group read added, a token 0640) and to an emptyDir's directory
+//     (group-writable, setgid), but as fsGroupChangePolicy OnRootMismatch
+//     always: files already in an emptyDir (after an agent restart) are
+//     not walked. A projected token is not handed to the containers'
+//     common runAsUser, as the kubelet does. hostPath volumes are never
+//     changed, as with the kubelet.
 //   - No SELinux relabelling and no recursiveReadOnly IfPossible (treated
 //     as not possible; Enabled is passed to the runtime).
 //   - A disk emptyDir's sizeLimit is not enforced (the kubelet evicts the
 //     pod); a tmpfs is not resized when its size would change.
 //   - Errors are returned to the caller, which reports them in the
 //     containers' waiting state; no FailedMount events.
-//   - Only emptyDir, hostPath, downwardAPI, configMap, secret and projected
-//     volumes; the others (persistentVolumeClaim, csi, image, nfs, ...) are
-//     refused with an error naming the type.
+//   - Only emptyDir, hostPath, downwardAPI, configMap, secret, projected
+//     and image volumes; the others (persistentVolumeClaim, csi, nfs, ...)
+//     are refused with an error naming the type.
 //   - Teardown never deletes through a mount: it reads /proc/self/mountinfo,
 //     unmounts everything under the pod's directory deepest first (detaching
 //     a busy mount as the last resort), reads it again, and only removes the

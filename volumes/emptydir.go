@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -40,7 +41,32 @@ func (p *emptyDirPlugin) setUp(ctx context.Context, req setUpRequest) (volume, e
 	default:
 		return volume{}, fmt.Errorf("emptyDir medium %q is not supported: use \"\" (disk) or Memory", medium)
 	}
+	if sc := req.pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		if err := handToGroup(req.dir, *sc.FSGroup); err != nil {
+			return volume{}, fmt.Errorf("emptyDir: fsGroup: %w", err)
+		}
+	}
 	return volume{hostPath: req.dir}, nil
+}
+
+// handToGroup gives a writable volume's directory to the pod's fsGroup, as
+// the kubelet's SetVolumeOwnership does: group gid, group-writable and
+// setgid, so that files the containers create there belong to the group.
+// Only the directory itself, and only when its group differs (the
+// kubelet's fsGroupChangePolicy OnRootMismatch; for the new, empty
+// directory of an emptyDir the same as Always).
+func handToGroup(dir string, gid int64) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int64(st.Gid) == gid && fi.Mode()&os.ModeSetgid != 0 {
+		return nil
+	}
+	if err := os.Lchown(dir, -1, int(gid)); err != nil {
+		return err
+	}
+	return os.Chmod(dir, fi.Mode().Perm()|0o070|os.ModeSetgid)
 }
 
 // volumeDirMode is the mode of a volume directory the agent creates, as

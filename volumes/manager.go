@@ -57,6 +57,9 @@ type Config struct {
 	// Clock names the atomic writer's timestamped directories. Nil means
 	// the real clock.
 	Clock clock.Clock
+	// ImageVolumes is what the container runtime does with image volumes;
+	// the zero value refuses them.
+	ImageVolumes ImageVolumeSupport
 }
 
 // Manager sets up the volumes of pods before their containers start, gives

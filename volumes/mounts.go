@@ -87,6 +87,9 @@ func (pv *PodVolumes) mount(ctx context.Context, c *v1.Container, index int, vm 
 	if err != nil {
 		return nil, err
 	}
+	if vol.image != "" {
+		return pv.imageMount(m, vol.image, sub)
+	}
 	if sub != "" {
 		m.HostPath, err = pv.bindSubPath(ctx, subPathMount{container: c.Name, index: index, volume: vm.Name, volumeRoot: vol.hostPath, path: sub})
 		if err != nil {

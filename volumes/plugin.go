@@ -41,10 +41,14 @@ type setUpRequest struct {
 	dir string
 }
 
-// volume is a volume set up on the host.
+// volume is a volume set up on the host, or, for an image volume, the
+// image the runtime mounts.
 type volume struct {
 	// hostPath is what containers mount.
 	hostPath string
+	// image, for an image volume, is the image reference it mounts (and
+	// hostPath is empty).
+	image string
 	// readOnly: containers always mount it read-only, whatever their
 	// volumeMount says (content the agent writes, as with the kubelet).
 	readOnly bool
@@ -58,6 +62,7 @@ type plugins struct {
 	configMap   *configMapPlugin
 	secret      *secretPlugin
 	projected   *projectedPlugin
+	image       *imagePlugin
 }
 
 var (
@@ -67,6 +72,7 @@ var (
 	_ plugin = (*configMapPlugin)(nil)
 	_ plugin = (*secretPlugin)(nil)
 	_ plugin = (*projectedPlugin)(nil)
+	_ plugin = (*imagePlugin)(nil)
 )
 
 func newPlugins(cfg *Config) plugins {
@@ -78,6 +84,7 @@ func newPlugins(cfg *Config) plugins {
 		configMap:   &configMapPlugin{cfg: cfg, w: content},
 		secret:      &secretPlugin{cfg: cfg, w: content},
 		projected:   &projectedPlugin{cfg: cfg, w: content},
+		image:       &imagePlugin{cfg: cfg},
 	}
 }
 
@@ -97,9 +104,11 @@ func (p plugins) forVolume(src *v1.VolumeSource) (plugin, error) {
 		return p.secret, nil
 	case src.Projected != nil:
 		return p.projected, nil
+	case src.Image != nil:
+		return p.image, nil
 	}
 	if name := volumeTypeName(src); name != "" {
-		return nil, fmt.Errorf("%s volumes are not supported: minikubelet supports emptyDir, hostPath, downwardAPI, configMap, secret and projected", name)
+		return nil, fmt.Errorf("%s volumes are not supported: minikubelet supports emptyDir, hostPath, downwardAPI, configMap, secret, projected and image", name)
 	}
 	// The manifest defaulting makes a volume of no type an emptyDir, as
 	// the apiserver does; a caller that skipped it gets one as well.

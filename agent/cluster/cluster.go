@@ -5,19 +5,23 @@ import (
 	"crypto/tls"
 	"fmt"
 	"sync"
+	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/agent/cluster/certificate"
+	"github.com/minikubelet/minikubelet/agent/cluster/events"
 	"github.com/minikubelet/minikubelet/agent/cluster/objects"
+	"github.com/minikubelet/minikubelet/agent/cluster/runtimeclass"
+	"github.com/minikubelet/minikubelet/agent/cluster/services"
 	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/sources"
 	apisource "github.com/minikubelet/minikubelet/agent/sources/api"
+	"github.com/minikubelet/minikubelet/internal/kubeclient"
 	"github.com/minikubelet/minikubelet/internal/version"
 )
 
@@ -37,11 +41,23 @@ type Config struct {
 	// KubeletPort is the kubelet port the Node reports
 	// (status.daemonEndpoints); 0 when it is not served.
 	KubeletPort int
+	// StreamsWebSockets says the kubelet port serves exec, attach and
+	// port-forward over WebSocket itself (the v5 channel protocol and the
+	// SPDY tunnel): the Node declares ExtendWebSocketsToKubelet, so that
+	// the apiserver passes kubectl's WebSockets through to the node instead
+	// of translating them to SPDY, as it does for a kubelet of its version.
+	StreamsWebSockets bool
+	// CertDir is --cert-dir: where a managed client certificate is kept
+	// (BootstrapKubeconfig, RotateCertificates).
+	CertDir string
 	// ServingCertDir, when set, is where the kubelet port's serving
 	// certificate, requested from the apiserver (serverTLSBootstrap), is
 	// kept; empty when the certificate comes from elsewhere.
 	ServingCertDir string
-	Clock          clock.WithTicker
+	// SyncFrequency is --sync-frequency: how often pods' volumes read their
+	// objects again, which decides when an object's watch is idle.
+	SyncFrequency time.Duration
+	Clock         clock.WithTicker
 }
 
 // Cluster holds node mode's parts that need no container runtime: the
@@ -51,12 +67,20 @@ type Config struct {
 // change after New.
 type Cluster struct {
 	cfg     Config
-	client  kubernetes.Interface
+	client  kubeclient.Interface
 	source  *apisource.Source
 	objects *objects.Cache
+	// services lists every namespace's Services, for pods' env vars.
+	services *services.Lister
+	// events records the kubelet's events to the apiserver.
+	events *events.Recorder
 	// serving obtains the kubelet port's certificate; nil unless
 	// cfg.ServingCertDir is set.
 	serving *certificate.Manager
+	// clientCert keeps the client certificate the client authenticates
+	// with; nil unless it is managed (BootstrapKubeconfig or
+	// RotateCertificates).
+	clientCert *certificate.Manager
 }
 
 // New builds node mode's client, pod source and object cache from cfg;
@@ -66,16 +90,16 @@ func New(cfg Config) (*Cluster, error) {
 	if cfg.Kubeconfig == "" {
 		return nil, nil
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	creds, err := loadCredentials(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", cfg.Kubeconfig, err)
+		return nil, err
 	}
+	rc := userAgent(creds.rest, cfg.NodeName)
 	rc.QPS = float32(cfg.KubeAPIQPS)
 	rc.Burst = cfg.KubeAPIBurst
-	rc.UserAgent = "minikubelet/" + version.Version + " (" + cfg.NodeName + ")"
 	// No client timeout: it would cut the informers' watches. The node
 	// status and lease loops bound each of their calls instead.
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := kubeclient.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("apiserver client from --kubeconfig %s: %w", cfg.Kubeconfig, err)
 	}
@@ -84,21 +108,33 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{
-		cfg:     cfg,
-		client:  client,
-		source:  src,
-		objects: objects.New(objects.Config{Client: client}),
+		cfg:        cfg,
+		client:     client,
+		source:     src,
+		objects:    objects.New(objects.Config{Client: client, Clock: cfg.Clock, SyncFrequency: cfg.SyncFrequency}),
+		services:   services.New(client),
+		events:     events.New(client, cfg.NodeName),
+		clientCert: creds.manager,
 	}
 	if cfg.ServingCertDir != "" {
 		c.serving = certificate.New(certificate.Config{
-			Client:    client.CertificatesV1().CertificateSigningRequests(),
+			Kind:      certificate.Serving,
 			NodeName:  cfg.NodeName,
 			Addresses: nodeAddresses(cfg),
 			Dir:       cfg.ServingCertDir,
+			Rotate:    true,
 			Clock:     cfg.Clock,
 		})
 	}
 	return c, nil
+}
+
+// userAgent is a copy of rc that names the agent and the node to the
+// apiserver.
+func userAgent(rc *rest.Config, nodeName string) *rest.Config {
+	rc = rest.CopyConfig(rc)
+	rc.UserAgent = "minikubelet/" + version.Version + " (" + nodeName + ")"
+	return rc
 }
 
 // nodeAddresses are the Node's addresses: its InternalIP and Hostname.
@@ -117,26 +153,43 @@ func (c *Cluster) ServingCertificate() func() *tls.Certificate {
 }
 
 // TokenReviews checks bearer tokens for the kubelet port.
-func (c *Cluster) TokenReviews() authenticationv1.TokenReviewInterface {
-	return c.client.AuthenticationV1().TokenReviews()
+func (c *Cluster) TokenReviews() kubeclient.Creator[*authenticationv1.TokenReview] {
+	return c.client.TokenReviews()
 }
 
 // SubjectAccessReviews authorizes requests to the kubelet port.
-func (c *Cluster) SubjectAccessReviews() authorizationv1.SubjectAccessReviewInterface {
-	return c.client.AuthorizationV1().SubjectAccessReviews()
+func (c *Cluster) SubjectAccessReviews() kubeclient.Creator[*authorizationv1.SubjectAccessReview] {
+	return c.client.SubjectAccessReviews()
 }
 
 // Objects serves the configMaps, secrets and tokens the node's pods refer
 // to, to the volume plugins and pod workers.
 func (c *Cluster) Objects() *objects.Cache { return c.objects }
 
+// Services lists the cluster's Services, for the Service env vars of the
+// node's pods.
+func (c *Cluster) Services() *services.Lister { return c.services }
+
+// RuntimeClasses resolves pods' runtimeClassName through the RuntimeClass
+// API.
+func (c *Cluster) RuntimeClasses() *runtimeclass.Resolver {
+	return runtimeclass.New(c.client.RuntimeClasses())
+}
+
+// Events returns the recorder of the kubelet's events about pods and the
+// node, sent to the apiserver while Run runs.
+func (c *Cluster) Events() *events.Recorder { return c.events }
+
 // Run runs the pod source, which sends its snapshots to out, the object
-// cache and, when requested, the serving certificate's renewals until ctx
-// is done.
+// cache, the Service informer, the event recorder and, when requested, the
+// serving certificate's renewals until ctx is done.
 func (c *Cluster) Run(ctx context.Context, out chan<- sources.Update) {
-	runs := []func(context.Context){func(ctx context.Context) { c.source.Run(ctx, out) }, c.objects.Run}
-	if c.serving != nil {
-		runs = append(runs, c.serving.Run)
+	runs := []func(context.Context){func(ctx context.Context) { c.source.Run(ctx, out) }, c.objects.Run, c.services.Run, c.events.Run}
+	csrs := c.client.CertificateSigningRequests()
+	for _, m := range []*certificate.Manager{c.clientCert, c.serving} {
+		if m != nil {
+			runs = append(runs, func(ctx context.Context) { m.Run(ctx, csrs) })
+		}
 	}
 	var wg sync.WaitGroup
 	for _, run := range runs {

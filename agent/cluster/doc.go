@@ -8,8 +8,13 @@
 //
 // This package builds them and ties them to the agent. New, called when
 // the agent is built, makes the client, the pod source and the object
-// cache, which need no container runtime; Run runs the source, whose
-// snapshots go to the merge, and the cache. NewReporters, called once the
+// cache, which need no container runtime. The client authenticates with
+// --kubeconfig's credentials as they stand or, with --bootstrap-kubeconfig
+// or --rotate-certificates, with a client certificate that the
+// certificate package requests and renews (credentials.go decides which,
+// as the kubelet does, and writes --kubeconfig after a bootstrap). Run
+// runs the source, whose snapshots go to the merge, the cache and the
+// certificates' renewals. NewReporters, called once the
 // runtime answered, builds the reporters from what the agent knows by
 // then: the pods its sources want (localPods), their status (the status
 // manager, which calls Reporters.Notify on each change), whether the node

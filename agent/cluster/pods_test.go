@@ -116,3 +116,22 @@ func TestStaticPods(t *testing.T) {
 		t.Errorf("staticPods = %v, want %v", got, want)
 	}
 }
+
+func TestDeclaredFeatures(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want []string
+	}{
+		{name: "kubelet port streams WebSockets", cfg: Config{KubeletPort: 10250, StreamsWebSockets: true}, want: []string{"ExtendWebSocketsToKubelet"}},
+		{name: "debugging handlers off", cfg: Config{KubeletPort: 10250}},
+		{name: "no kubelet port", cfg: Config{StreamsWebSockets: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := declaredFeatures(tt.cfg); !slices.Equal(got, tt.want) {
+				t.Errorf("declaredFeatures = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

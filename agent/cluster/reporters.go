@@ -39,6 +39,17 @@ type ReportersConfig struct {
 	SystemInfo v1.NodeSystemInfo
 	// MemoryCapacity is the node's memory in bytes; 0 when unknown.
 	MemoryCapacity int64
+	// Pressure, if set, says which resources run short (the eviction
+	// manager's conditions); else the kubelet's default hard thresholds
+	// are read at each status update.
+	Pressure func() (memory, disk, pid bool)
+	// Allocatable, if set, is the Node's allocatable (node allocatable's);
+	// else the machine's less the default eviction thresholds.
+	Allocatable v1.ResourceList
+	// Features and RuntimeHandlers are what the runtime supports, for
+	// the Node's status (nil: left out).
+	Features        *v1.NodeFeatures
+	RuntimeHandlers []v1.NodeRuntimeHandler
 }
 
 // Reporters tell the apiserver what the node runs: the Node and its Lease
@@ -62,17 +73,21 @@ func (c *Cluster) NewReporters(rc ReportersConfig) *Reporters {
 		Addresses:             nodeAddresses(cfg),
 		KubeletPort:           cfg.KubeletPort,
 		Capacity:              withPods(machine.Capacity(cfg.RootDir, rc.MemoryCapacity), cfg.MaxPods),
-		Allocatable:           withPods(machine.Allocatable(cfg.RootDir), cfg.MaxPods),
+		Allocatable:           withPods(allocatableOr(rc.Allocatable, cfg.RootDir), cfg.MaxPods),
 		NodeInfo:              rc.SystemInfo,
+		DeclaredFeatures:      declaredFeatures(cfg),
+		Features:              rc.Features,
+		RuntimeHandlers:       rc.RuntimeHandlers,
 		Ready:                 rc.Ready,
-		Pressure:              func() nodestatus.Pressure { return nodestatus.Pressure(machine.ReadPressure(cfg.RootDir)) },
+		Pressure:              pressure(cfg.RootDir, rc.Pressure),
+		Events:                c.events,
 		Clock:                 cfg.Clock,
 		StatusUpdateFrequency: cfg.NodeStatusUpdateFrequency,
 		StatusReportFrequency: cfg.NodeStatusReportFrequency,
 	})
 	return &Reporters{
 		podStatus: podstatus.New(podstatus.Config{
-			Client:   c.client.CoreV1(),
+			Client:   c.client,
 			Statuses: rc.Statuses,
 			Pods:     apiPods{pods: rc.Pods, source: c.source},
 			Gone:     rc.Gone,
@@ -80,7 +95,7 @@ func (c *Cluster) NewReporters(rc ReportersConfig) *Reporters {
 		}),
 		nodeStatus: nodeStatus,
 		mirrors: mirror.New(mirror.Config{
-			Client:   c.client.CoreV1(),
+			Client:   c.client,
 			NodeName: cfg.NodeName,
 			Static:   func() []*v1.Pod { return staticPods(rc.Pods) },
 			Mirrors:  c.source,
@@ -108,8 +123,41 @@ func (r *Reporters) Run(ctx context.Context) {
 	wg.Wait()
 }
 
+// pressure is the Node's pressure conditions: from the eviction manager's
+// when given, else from the default thresholds read at each call.
+func pressure(rootDir string, fromEviction func() (memory, disk, pid bool)) func() nodestatus.Pressure {
+	if fromEviction == nil {
+		return func() nodestatus.Pressure { return nodestatus.Pressure(machine.ReadPressure(rootDir)) }
+	}
+	return func() nodestatus.Pressure {
+		m, d, p := fromEviction()
+		return nodestatus.Pressure{Memory: m, Disk: d, PID: p}
+	}
+}
+
+// allocatableOr is a, or the machine's allocatable when a is nil.
+func allocatableOr(a v1.ResourceList, rootDir string) v1.ResourceList {
+	if a != nil {
+		return a
+	}
+	return machine.Allocatable(rootDir)
+}
+
 func withPods(rl v1.ResourceList, maxPods int) v1.ResourceList {
 	rl = rl.DeepCopy()
 	rl[v1.ResourcePods] = *resource.NewQuantity(int64(maxPods), resource.DecimalSI)
 	return rl
+}
+
+// extendWebSocketsToKubelet is the node-declared feature with which the
+// apiserver (1.36 and later) proxies exec, attach and port-forward
+// WebSockets to the node as they come.
+const extendWebSocketsToKubelet = "ExtendWebSocketsToKubelet"
+
+// declaredFeatures is the Node's status.declaredFeatures.
+func declaredFeatures(cfg Config) []string {
+	if cfg.KubeletPort != 0 && cfg.StreamsWebSockets {
+		return []string{extendWebSocketsToKubelet}
+	}
+	return nil
 }

@@ -86,6 +86,14 @@ type Config struct {
 	NodeConfig
 	// ServerConfig is the endpoints' configuration (server.go).
 	ServerConfig
+	// DNSConfig is pods' DNS (dns.go).
+	DNSConfig
+	// EvictionConfig is node-pressure eviction (eviction.go).
+	EvictionConfig
+	// AllocatableConfig is node allocatable and swap (allocatable.go).
+	AllocatableConfig
+	// PodsConfig is what pods may ask for (pods.go).
+	PodsConfig
 }
 
 // Default returns the kubelet's defaults.
@@ -121,6 +129,9 @@ func Default() Config {
 		ImageGCPeriod:               5 * time.Minute,
 		NodeConfig:                  defaultNodeConfig(),
 		ServerConfig:                defaultServerConfig(),
+		DNSConfig:                   defaultDNSConfig(),
+		EvictionConfig:              defaultEvictionConfig(),
+		AllocatableConfig:           defaultAllocatableConfig(),
 	}
 }
 
@@ -166,6 +177,10 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogindConfDir, "logind-conf-dir", c.LogindConfDir, "Directory of systemd-logind drop-ins: when logind's InhibitDelayMaxSec is shorter than --shutdown-grace-period, the agent writes 99-minikubelet.conf there raising it, and has logind reload.")
 	c.addNodeFlags(fs)
 	c.addServerFlags(fs)
+	c.addDNSFlags(fs)
+	c.addEvictionFlags(fs)
+	c.addAllocatableFlags(fs)
+	c.addPodsFlags(fs)
 }
 
 // Validate reports every bad value, each naming its flag.
@@ -236,6 +251,10 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateNode()...)
+	errs = append(errs, c.validateDNS()...)
+	errs = append(errs, c.validateEviction()...)
+	errs = append(errs, c.validateAllocatable(c.CgroupsPerQOS)...)
+	errs = append(errs, c.validatePods()...)
 	return errors.Join(errs...)
 }
 

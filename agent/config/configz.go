@@ -27,6 +27,7 @@ func (c *Config) KubeletConfiguration() *kubeletconfig.KubeletConfiguration {
 		TLSCertFile:              c.TLSCertFile,
 		TLSPrivateKeyFile:        c.TLSPrivateKeyFile,
 		ServerTLSBootstrap:       c.RotateServerCertificates,
+		RotateCertificates:       c.RotateCertificates,
 		HealthzPort:              ptr.To(int32(c.HealthzPort)),
 		HealthzBindAddress:       c.HealthzBindAddress,
 		EnableDebuggingHandlers:  ptr.To(c.EnableDebuggingHandlers),
@@ -52,6 +53,10 @@ func (c *Config) KubeletConfiguration() *kubeletconfig.KubeletConfiguration {
 		NodeStatusReportFrequency:       d(c.NodeStatusReportFrequency),
 		KubeAPIQPS:                      ptr.To(int32(c.KubeAPIQPS)),
 		KubeAPIBurst:                    int32(c.KubeAPIBurst),
+		ClusterDNS:                      c.ClusterDNS,
+		ClusterDomain:                   c.ClusterDomain,
+		ResolverConfig:                  ptr.To(c.ResolvConf),
+		AllowedUnsafeSysctls:            c.AllowedUnsafeSysctls,
 	}
 	kc.CrashLoopBackOff.MaxContainerRestartPeriod = ptr.To(d(c.MaxContainerRestartPeriod))
 	kc.Authentication.X509.ClientCAFile = c.ClientCAFile

@@ -17,6 +17,7 @@ import (
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/minikubelet/minikubelet/agent/admission"
 	"github.com/minikubelet/minikubelet/internal/boundedyaml"
 )
 
@@ -301,6 +302,9 @@ func applyConfig(kc *kubeletconfig.KubeletConfiguration) (Config, error) {
 		if err := checkGCThresholds(c.ImageGCLowThresholdPercent, c.ImageGCHighThresholdPercent, "imageGCHighThresholdPercent"); err != nil {
 			errs = append(errs, fmt.Errorf("imageGCLowThresholdPercent: %w", err))
 		}
+		if err := checkSoftGrace(&c); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return c, errors.Join(errs...)
 }
@@ -416,7 +420,7 @@ func boolPtr(f func(*kcConfig) *bool) func(*kcConfig) (bool, bool) {
 // each with the flag of the same setting. Every other field of the file is
 // ignored with a warning.
 func fileFields() []fileField {
-	return []fileField{
+	return append([]fileField{
 		field("staticPodPath", "pod-manifest-path", func(c *Config) *string { return &c.PodManifestPath },
 			str(func(kc *kcConfig) string { return kc.StaticPodPath }), checkAbsolutePath),
 		field("podLogsDir", "pod-logs-dir", func(c *Config) *string { return &c.PodLogsDir },
@@ -439,6 +443,8 @@ func fileFields() []fileField {
 			str(func(kc *kcConfig) string { return kc.TLSPrivateKeyFile }), nil),
 		field("serverTLSBootstrap", "rotate-server-certificates", func(c *Config) *bool { return &c.RotateServerCertificates },
 			func(kc *kcConfig) (bool, bool) { return kc.ServerTLSBootstrap, kc.ServerTLSBootstrap }, nil),
+		field("rotateCertificates", "rotate-certificates", func(c *Config) *bool { return &c.RotateCertificates },
+			func(kc *kcConfig) (bool, bool) { return kc.RotateCertificates, kc.RotateCertificates }, nil),
 		field("port", "port", func(c *Config) *int { return &c.Port },
 			func(kc *kcConfig) (int, bool) { return int(kc.Port), kc.Port != 0 }, checkPort),
 		field("enableDebuggingHandlers", "enable-debugging-handlers", func(c *Config) *bool { return &c.EnableDebuggingHandlers },
@@ -508,9 +514,24 @@ func fileFields() []fileField {
 			int32Ptr(func(kc *kcConfig) *int32 { return kc.ImageGCHighThresholdPercent }), checkPercent),
 		field("imageGCLowThresholdPercent", "image-gc-low-threshold", func(c *Config) *int { return &c.ImageGCLowThresholdPercent },
 			int32Ptr(func(kc *kcConfig) *int32 { return kc.ImageGCLowThresholdPercent }), checkPercent),
+		field("clusterDNS", "cluster-dns", func(c *Config) *[]string { return &c.ClusterDNS },
+			func(kc *kcConfig) ([]string, bool) { return kc.ClusterDNS, len(kc.ClusterDNS) > 0 }, checkIPList),
+		field("clusterDomain", "cluster-domain", func(c *Config) *string { return &c.ClusterDomain },
+			str(func(kc *kcConfig) string { return kc.ClusterDomain }), checkClusterDomain),
+		// resolvConf: "" is a value (no DNS for Default pods), not a
+		// missing field.
+		field("resolvConf", "resolv-conf", func(c *Config) *string { return &c.ResolvConf },
+			func(kc *kcConfig) (string, bool) {
+				if kc.ResolverConfig == nil {
+					return "", false
+				}
+				return *kc.ResolverConfig, true
+			}, nil),
+		field("allowedUnsafeSysctls", "allowed-unsafe-sysctls", func(c *Config) *[]string { return &c.AllowedUnsafeSysctls },
+			func(kc *kcConfig) ([]string, bool) { return kc.AllowedUnsafeSysctls, len(kc.AllowedUnsafeSysctls) > 0 }, admission.CheckSysctlPatterns),
 		field("imageMinimumGCAge", "minimum-image-ttl-duration", func(c *Config) *time.Duration { return &c.ImageMinimumGCAge },
 			duration(func(kc *kcConfig) metav1.Duration { return kc.ImageMinimumGCAge }), checkNotNegative),
-	}
+	}, append(evictionFileFields(), allocatableFileFields()...)...)
 }
 
 // staticPodURLHeader reads staticPodURLHeader into an http.Header. As with

@@ -75,6 +75,7 @@ staticPodURLHeader:
 address: 0.0.0.0
 tlsCertFile: /etc/minikubelet/tls.crt
 tlsPrivateKeyFile: /etc/minikubelet/tls.key
+rotateCertificates: true
 port: 10260
 enableDebuggingHandlers: false
 authentication:
@@ -110,6 +111,23 @@ containerLogMaxFiles: 3
 imageGCHighThresholdPercent: 90
 imageGCLowThresholdPercent: 70
 imageMinimumGCAge: 5m
+evictionHard: {memory.available: 200Mi}
+evictionSoft: {nodefs.available: 15%}
+evictionSoftGracePeriod: {nodefs.available: 1m}
+evictionMinimumReclaim: {memory.available: 50Mi}
+mergeDefaultEvictionSettings: true
+evictionMaxPodGracePeriod: 20
+evictionPressureTransitionPeriod: 30s
+kernelMemcgNotification: true
+localStorageCapacityIsolation: false
+kubeReserved: {cpu: 100m, memory: 256Mi}
+systemReserved: {memory: 512Mi, pid: "1000"}
+enforceNodeAllocatable: [none]
+kubeReservedCgroup: /kube-reserved
+systemReservedCgroup: /system.slice
+failSwapOn: false
+memorySwap: {swapBehavior: NoSwap}
+podPidsLimit: 4096
 `,
 			// Webhook authorization needs node mode.
 			args: []string{"--kubeconfig", "/etc/kubernetes/kubelet.conf"},
@@ -123,6 +141,7 @@ imageMinimumGCAge: 5m
 				c.ManifestURLHeader = http.Header{"Authorization": {"Bearer x"}, "X-Node": {"n1", "n2"}}
 				c.Address = "0.0.0.0"
 				c.TLSCertFile, c.TLSPrivateKeyFile, c.ClientCAFile = "/etc/minikubelet/tls.crt", "/etc/minikubelet/tls.key", "/etc/minikubelet/ca.crt"
+				c.RotateCertificates = true
 				c.Port = 10260
 				c.EnableDebuggingHandlers = false
 				c.AnonymousAuth = true
@@ -150,6 +169,21 @@ imageMinimumGCAge: 5m
 				c.ImageGCHighThresholdPercent = 90
 				c.ImageGCLowThresholdPercent = 70
 				c.ImageMinimumGCAge = 5 * time.Minute
+				c.EvictionHard = map[string]string{"memory.available": "200Mi"}
+				c.EvictionSoft = map[string]string{"nodefs.available": "15%"}
+				c.EvictionSoftGracePeriod = map[string]string{"nodefs.available": "1m"}
+				c.EvictionMinimumReclaim = map[string]string{"memory.available": "50Mi"}
+				c.MergeDefaultEvictionSettings = true
+				c.EvictionMaxPodGracePeriod = 20
+				c.EvictionPressureTransitionPeriod = 30 * time.Second
+				c.LocalStorageCapacityIsolation = false
+				c.KubeReserved = map[string]string{"cpu": "100m", "memory": "256Mi"}
+				c.SystemReserved = map[string]string{"memory": "512Mi", "pid": "1000"}
+				c.EnforceNodeAllocatable = []string{"none"}
+				c.KubeReservedCgroup, c.SystemReservedCgroup = "/kube-reserved", "/system.slice"
+				c.FailSwapOn = false
+				c.MemorySwapBehavior = "NoSwap"
+				c.PodPidsLimit = 4096
 			},
 		},
 		{
@@ -192,7 +226,7 @@ imageMinimumGCAge: 5m
 		},
 		{
 			name:    "fields minikubelet ignores do not change anything",
-			content: header + "rotateCertificates: true\nevictionHard: {memory.available: 100Mi}\n",
+			content: header + "topologyManagerPolicy: none\ncpuManagerPolicy: static\n",
 			want:    fileDefault,
 		},
 	}
@@ -228,11 +262,11 @@ func TestLoadFileWithoutConfigChangesNothing(t *testing.T) {
 }
 
 func TestLoadFileWarnsOnceOfIgnoredFields(t *testing.T) {
-	_, log, err := loadWith(t, header+"rotateCertificates: true\nauthentication: {anonymous: {enabled: false}}\nsyncFrequency: 10s\nlogging: {format: json}\ncrashLoopBackOff: {maxContainerRestartPeriod: 20s}\n")
+	_, log, err := loadWith(t, header+"topologyManagerPolicy: none\nauthentication: {anonymous: {enabled: false}}\nsyncFrequency: 10s\nlogging: {format: json}\ncrashLoopBackOff: {maxContainerRestartPeriod: 20s}\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "ignored: logging, rotateCertificates (minikubelet does not implement them)"
+	want := "ignored: logging, topologyManagerPolicy (minikubelet does not implement them)"
 	if strings.Count(log, "ignored:") != 1 || strings.Count(log, "\n") != 0 || !strings.Contains(log, want) {
 		t.Errorf("warnings = %q; want one with %q", log, want)
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"sort"
@@ -17,6 +18,14 @@ type NodeConfig struct {
 	// Kubeconfig is the kubeconfig file of the apiserver; empty runs the
 	// agent standalone.
 	Kubeconfig string
+	// BootstrapKubeconfig, when set, is a kubeconfig (a bootstrap token,
+	// typically) that requests the node's client certificate when
+	// Kubeconfig holds no valid one; Kubeconfig is then written to use
+	// the certificate, kept in --cert-dir. A flag only, as the kubelet's.
+	BootstrapKubeconfig string
+	// RotateCertificates requests a new client certificate before the
+	// current one expires (rotateCertificates).
+	RotateCertificates bool
 	// MaxPods is the node's pods capacity and allocatable.
 	MaxPods int
 	// NodeLabels are given to the Node.
@@ -48,6 +57,8 @@ func defaultNodeConfig() NodeConfig {
 // addNodeFlags registers node mode's flags.
 func (c *NodeConfig) addNodeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "Kubeconfig file of the apiserver. When given, the agent runs in node mode: it registers its Node, renews its Lease, runs the pods bound to it (spec.nodeName) beside its static pods, writes their status, and keeps mirror pods of its static pods. Without it the agent runs standalone.")
+	fs.StringVar(&c.BootstrapKubeconfig, "bootstrap-kubeconfig", c.BootstrapKubeconfig, "Kubeconfig whose credentials (a bootstrap token) request the node's client certificate when --kubeconfig is missing or holds no valid one: the agent sends a CertificateSigningRequest for signer kubernetes.io/kube-apiserver-client-kubelet (system:node:<node-name> in system:nodes), keeps the issued certificate and its key in --cert-dir (kubelet-client-current.pem, a link to a dated file), and writes --kubeconfig to use it. Not needed once --kubeconfig holds a valid certificate.")
+	fs.BoolVar(&c.RotateCertificates, "rotate-certificates", c.RotateCertificates, "Request a new client certificate (kept in --cert-dir) at a random point between 70% and 90% of the current one's lifetime, with the node's credentials, and use it without restarting: open connections to the apiserver are closed and come back with it. Node mode only.")
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "Pods capacity (and allocatable) of the Node, in node mode.")
 	fs.Var((*labelsFlag)(&c.NodeLabels), "node-labels", "Labels of the Node, as key=value pairs separated by commas, in node mode; added to a Node that exists already.")
 	fs.Var((*taintsFlag)(&c.RegisterWithTaints), "register-with-taints", "Taints the Node is registered with, as key=value:Effect pairs separated by commas (value may be empty: key:Effect), in node mode.")
@@ -66,6 +77,13 @@ func (c *NodeConfig) validateNode() []error {
 	if c.NodeStatusUpdateFrequency <= 0 || c.NodeStatusReportFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("--node-status-update-frequency and --node-status-report-frequency: must be positive, got %v and %v", c.NodeStatusUpdateFrequency, c.NodeStatusReportFrequency))
 	}
+	if c.BootstrapKubeconfig != "" && c.Kubeconfig == "" {
+		errs = append(errs, errors.New("--bootstrap-kubeconfig: needs --kubeconfig, where the kubeconfig of the requested certificate is written"))
+	}
+	// --rotate-certificates without --kubeconfig is allowed and does
+	// nothing, as with the kubelet: kubeadm's KubeletConfiguration sets
+	// rotateCertificates, and a standalone node may be given that file
+	// (agent.Run says the field has no effect).
 	if c.KubeAPIQPS <= 0 || c.KubeAPIBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst: must be positive, got %v and %d", c.KubeAPIQPS, c.KubeAPIBurst))
 	}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"reflect"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -28,6 +29,11 @@ func TestNodeFlags(t *testing.T) {
 		{name: "taint without effect", args: []string{"--register-with-taints", "k=v"}, wantErr: true},
 		{name: "taint with a bad effect", args: []string{"--register-with-taints", "k=v:Sometimes"}, wantErr: true},
 		{name: "max-pods zero", args: []string{"--max-pods", "0"}, wantErr: true},
+		{name: "bootstrap and rotation", args: []string{"--kubeconfig", "/k", "--bootstrap-kubeconfig", "/b", "--rotate-certificates"}},
+		{name: "bootstrap without kubeconfig", args: []string{"--bootstrap-kubeconfig", "/b"}, wantErr: true},
+		// As with the kubelet (kubeadm's config sets it), rotation standalone
+		// is allowed and does nothing.
+		{name: "rotation standalone", args: []string{"--rotate-certificates"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,6 +56,9 @@ func TestNodeFlags(t *testing.T) {
 			}
 			if !reflect.DeepEqual(cfg.NodeLabels, tt.wantLabels) && (len(cfg.NodeLabels) > 0 || len(tt.wantLabels) > 0) {
 				t.Errorf("labels = %v, want %v", cfg.NodeLabels, tt.wantLabels)
+			}
+			if boot := slices.Contains(tt.args, "--bootstrap-kubeconfig"); boot != (cfg.BootstrapKubeconfig == "/b") || slices.Contains(tt.args, "--rotate-certificates") != cfg.RotateCertificates {
+				t.Errorf("bootstrap kubeconfig %q, rotate %v", cfg.BootstrapKubeconfig, cfg.RotateCertificates)
 			}
 			if !reflect.DeepEqual(cfg.RegisterWithTaints, tt.wantTaints) {
 				t.Errorf("taints = %v, want %v", cfg.RegisterWithTaints, tt.wantTaints)

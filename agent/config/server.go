@@ -31,8 +31,8 @@ type ServerConfig struct {
 	// self-signed one is made and kept in CertDir.
 	TLSCertFile       string
 	TLSPrivateKeyFile string
-	// CertDir keeps the self-signed and the rotated serving certificates;
-	// "" is <root-dir>/pki.
+	// CertDir keeps the self-signed and the rotated serving certificates,
+	// and the managed client certificate; "" is <root-dir>/pki.
 	CertDir string
 	// RotateServerCertificates requests the serving certificate from the
 	// apiserver (a kubernetes.io/kubelet-serving CSR) and renews it before
@@ -85,7 +85,7 @@ func (c *ServerConfig) addServerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SocketPath, "socket", c.SocketPath, "Unix socket that serves every endpoint, without credentials, to root only (the peer's credentials are checked on each connection); the minikubelet command line (pods, logs, ...) uses it. Its directory is made root-only. \"\" disables it. Not a kubelet flag.")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "Serving certificate (PEM, intermediates after it) of the kubelet port. Without it, and without --rotate-server-certificates, a self-signed certificate is made and kept in --cert-dir.")
 	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "Private key (PEM) of --tls-cert-file.")
-	fs.StringVar(&c.CertDir, "cert-dir", c.CertDir, "Directory of the kubelet port's self-signed certificate (kubelet.crt, kubelet.key) and of the certificates --rotate-server-certificates obtains (kubelet-server-current.pem). Default: <root-dir>/pki.")
+	fs.StringVar(&c.CertDir, "cert-dir", c.CertDir, "Directory of the kubelet port's self-signed certificate (kubelet.crt, kubelet.key), of the serving certificates --rotate-server-certificates obtains (kubelet-server-current.pem) and of the client certificates --bootstrap-kubeconfig and --rotate-certificates obtain (kubelet-client-current.pem); each *-current.pem is a link to a dated file. Default: <root-dir>/pki.")
 	fs.BoolVar(&c.RotateServerCertificates, "rotate-server-certificates", c.RotateServerCertificates, "Request the kubelet port's serving certificate from the apiserver (a CertificateSigningRequest for signer kubernetes.io/kubelet-serving, which an administrator or a controller approves), and request a new one at 70-90% of its lifetime. Handshakes fail until the first is issued. Node mode only.")
 	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA bundle (PEM) of the kubelet port's client certificates: a request with a certificate it signs is authenticated as the certificate's common name, in the groups of its organizations.")
 	fs.StringVar(&c.TokenAuthFile, "token-auth-file", c.TokenAuthFile, "Bearer tokens of the kubelet port, one 'token,user,uid[,\"group1,group2\"]' line each (kube-apiserver's format). Not a kubelet flag.")
@@ -124,8 +124,8 @@ func (c *Config) TokenWebhook() bool {
 	return c.AuthenticationTokenWebhook && c.Kubeconfig != ""
 }
 
-// ServingCertDir is --cert-dir, or <root-dir>/pki.
-func (c *Config) ServingCertDir() string {
+// CertDirectory is --cert-dir, or <root-dir>/pki.
+func (c *Config) CertDirectory() string {
 	if c.CertDir != "" {
 		return c.CertDir
 	}

@@ -36,8 +36,8 @@ func TestServerFlags(t *testing.T) {
 				if c.CanAuthenticate() {
 					t.Error("standalone without a client CA or tokens: CanAuthenticate, want not (the port is not served)")
 				}
-				if c.ServingCertDir() != "/var/lib/minikubelet/pki" {
-					t.Errorf("cert dir %q", c.ServingCertDir())
+				if c.CertDirectory() != "/var/lib/minikubelet/pki" {
+					t.Errorf("cert dir %q", c.CertDirectory())
 				}
 			},
 		},
@@ -130,6 +130,7 @@ func TestKubeletConfigurationRoundTrips(t *testing.T) {
 	c.ContainerLogMaxSize, c.ContainerLogMaxFiles, c.ContainerLogMonitorInterval = "50Mi", 3, time.Minute
 	c.ImageGCHighThresholdPercent, c.ImageGCLowThresholdPercent, c.ImageMinimumGCAge = 90, 70, 5*time.Minute
 	c.MaxContainerRestartPeriod = time.Minute
+	c.ClusterDNS, c.ClusterDomain, c.ResolvConf = []string{"10.96.0.10"}, "cluster.local", ""
 	c.RegisterWithTaints = []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}}
 
 	data, err := json.Marshal(c.KubeletConfiguration())

@@ -131,16 +131,27 @@ func (m *Manager) Rotate(ctx context.Context, c Container) error {
 	return nil
 }
 
-// rotatedFiles returns the rotated files of log, oldest first, and drops
-// leftovers of interrupted compressions.
+// rotatedFiles returns the rotated files of log (<log>.<timestamp>, and
+// .gz), oldest first, and drops leftovers of interrupted compressions. It
+// lists log's directory once: Rotate runs for every container every
+// monitor interval.
 func rotatedFiles(log string) ([]string, error) {
-	all, err := filepath.Glob(globEscape(log) + ".*")
+	dir, base := filepath.Split(log)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
 		return nil, err
 	}
 	var out []string
-	for _, f := range all {
-		if strings.HasSuffix(f, ".tmp") {
+	for _, e := range entries {
+		name := e.Name()
+		if len(name) <= len(base)+1 || !strings.HasPrefix(name, base) || name[len(base)] != '.' {
+			continue
+		}
+		f := filepath.Join(dir, name)
+		if strings.HasSuffix(name, ".tmp") {
 			_ = os.Remove(f) // an interrupted compression
 			continue
 		}
@@ -212,10 +223,4 @@ func compress(f string) error {
 		return fmt.Errorf("compress %s: %w", f, err)
 	}
 	return os.Remove(f)
-}
-
-// globEscape quotes the glob metacharacters of a path.
-func globEscape(p string) string {
-	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
-	return r.Replace(p)
 }

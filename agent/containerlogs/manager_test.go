@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -144,4 +145,34 @@ func TestRunRotatesOnTheInterval(t *testing.T) {
 	})
 	cancel()
 	<-done
+}
+
+// rotatedFiles finds <log>.<timestamp>[.gz] beside a log whose path holds
+// glob metacharacters, oldest first, leaves other files alone and drops
+// what an interrupted compression left.
+func TestRotatedFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ns_po[d]*?_uid", "c")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "0.log")
+	for _, name := range []string{"0.log", "0.log.20261121-100005", "0.log.20261121-100004.gz", "0.log.20261121-100006.gz.tmp", "0.logs", "1.log.20261121-100001", "x0.log.1"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := rotatedFiles(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, "0.log.20261121-100004.gz"), filepath.Join(dir, "0.log.20261121-100005")}
+	if !slices.Equal(got, want) {
+		t.Errorf("rotatedFiles = %q, want %q", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "0.log.20261121-100006.gz.tmp")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the interrupted compression's temp file is still there: %v", err)
+	}
+	if got, err := rotatedFiles(filepath.Join(t.TempDir(), "gone", "0.log")); err != nil || len(got) != 0 {
+		t.Errorf("rotatedFiles of a missing dir = %q, %v", got, err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -56,6 +57,10 @@ type Config struct {
 	Statfs func(path string) (FsStats, error)
 	// OnRemoved, if set, is called once per image removed.
 	OnRemoved func()
+	// InUse, if set, names more images in use (by reference or ID) than
+	// the containers' own: those of the node's pods' image volumes,
+	// which the runtime mounts and no container is created from.
+	InUse func() []string
 }
 
 // Manager is the image garbage collector. Create it with New.
@@ -164,9 +169,38 @@ func (m *Manager) GarbageCollect(ctx context.Context) (Result, error) {
 	}
 	logger.Info("Image filesystem usage is over the high threshold; removing unused images down to the low threshold", "usagePercent", res.UsagePercent, "highThresholdPercent", m.cfg.Policy.HighThresholdPercent, "lowThresholdPercent", m.cfg.Policy.LowThresholdPercent, "bytesToFree", res.Wanted, "mountpoint", mountpoint)
 
-	var errs []error
-	for _, c := range m.evictionOrder(inUse, keep) {
-		if res.Freed >= res.Wanted {
+	freed, removed, errs := m.remove(ctx, now, m.evictionOrder(inUse, keep), res.Wanted)
+	res.Freed, res.Removed = freed, removed
+	if res.Freed < res.Wanted {
+		errs = append([]error{fmt.Errorf("freed %d of the %d bytes wanted on %s: no other image is unused, unpinned, not the sandbox image and older than %v", res.Freed, res.Wanted, mountpoint, m.cfg.Policy.MinAge)}, errs...)
+	}
+	return res, errors.Join(errs...)
+}
+
+// DeleteUnusedImages removes every image no container uses that is not
+// kept (pinned, the sandbox image) and is older than Policy.MinAge,
+// whatever the image filesystem's usage and even with garbage collection
+// turned off: the kubelet's eviction manager calls it under disk pressure
+// before it evicts pods. Serialized with passes.
+func (m *Manager) DeleteUnusedImages(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.cfg.Clock.Now()
+	inUse, keep, err := m.detect(ctx, now)
+	if err != nil {
+		return err
+	}
+	freed, removed, errs := m.remove(ctx, now, m.evictionOrder(inUse, keep), math.MaxUint64)
+	klog.FromContext(ctx).Info("Removed every unused image", "images", len(removed), "bytesFreed", freed)
+	return errors.Join(errs...)
+}
+
+// remove removes the candidates in order, skipping those younger than
+// Policy.MinAge, until want bytes are freed. m.mu must be held.
+func (m *Manager) remove(ctx context.Context, now time.Time, candidates []candidate, want uint64) (freed uint64, removed []string, errs []error) {
+	logger := klog.FromContext(ctx)
+	for _, c := range candidates {
+		if freed >= want {
 			break
 		}
 		if ctx.Err() != nil {
@@ -182,17 +216,14 @@ func (m *Manager) GarbageCollect(ctx context.Context) (Result, error) {
 			continue
 		}
 		delete(m.records, c.id)
-		res.Freed += c.size
-		res.Removed = append(res.Removed, c.id)
+		freed += c.size
+		removed = append(removed, c.id)
 		if m.cfg.OnRemoved != nil {
 			m.cfg.OnRemoved()
 		}
 		logger.Info("Removed unused image", "imageID", c.id, "image", c.tags, "size", c.size, "lastUsed", c.lastUsed)
 	}
-	if res.Freed < res.Wanted {
-		errs = append([]error{fmt.Errorf("freed %d of the %d bytes wanted on %s: no other image is unused, unpinned, not the sandbox image and older than %v", res.Freed, res.Wanted, mountpoint, m.cfg.Policy.MinAge)}, errs...)
-	}
-	return res, errors.Join(errs...)
+	return freed, removed, errs
 }
 
 // detect refreshes the records from the runtime's images and containers
@@ -218,6 +249,20 @@ func (m *Manager) detect(ctx context.Context, now time.Time) (inUse, keep map[st
 		for _, ref := range []string{c.GetImageRef(), c.GetImageId(), c.GetImage().GetImage()} {
 			if ref != "" {
 				used[ref] = true
+			}
+		}
+	}
+	if m.cfg.InUse != nil {
+		for _, ref := range m.cfg.InUse() {
+			used[ref] = true
+			// A reference as a pod gives it ("busybox:1.36") is not a
+			// tag of the image's: CRI resolves it.
+			resp, err := m.cfg.Images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false)
+			if err != nil {
+				return nil, nil, fmt.Errorf("image status of %s (an image volume's): %w", ref, err)
+			}
+			if id := resp.GetImage().GetId(); id != "" {
+				used[id] = true
 			}
 		}
 	}

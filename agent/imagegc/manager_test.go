@@ -409,3 +409,56 @@ func TestPolicyValidate(t *testing.T) {
 		})
 	}
 }
+
+// The images of image volumes (Config.InUse), named as pods name them,
+// stay.
+func TestGarbageCollectKeepsImageVolumes(t *testing.T) {
+	f := newFakeCRI(full, image("a", 500), image("b", 500))
+	clk := clocktesting.NewFakeClock(t0)
+	m, err := New(Config{
+		Policy:  DefaultPolicy(),
+		Runtime: f,
+		Images:  f,
+		Clock:   clk,
+		Statfs:  f.statfs,
+		InUse:   func() []string { return []string{"example.com/a:tag", "example.com/gone:1"} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.GarbageCollect(context.Background()); err == nil {
+		t.Fatal("first pass freed its bytes: every image is too new")
+	}
+	clk.Step(time.Hour)
+	res, err := m.GarbageCollect(context.Background())
+	if err != nil || !slices.Equal(res.Removed, []string{"b"}) {
+		t.Errorf("removed %v (%v), want b only: a is an image volume's", res.Removed, err)
+	}
+}
+
+// Under disk pressure the eviction manager has every unused image removed
+// at once, whatever the usage and with garbage collection off, but not an
+// image in use, pinned, the sandbox image or younger than the minimum age.
+func TestDeleteUnusedImages(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	f := newFakeCRI(FsStats{Capacity: 1000, Available: 990},
+		image("old1", 10), image("old2", 10), image("used", 10), pinned(image("pinned", 10)), image("sandbox", 10))
+	f.containers = []*runtimeapi.Container{exited("c", "used")}
+	m, removed := newManager(t, f, clk, Policy{HighThresholdPercent: 100, LowThresholdPercent: 80, MinAge: time.Minute}, "example.com/sandbox:tag")
+	if err := m.DeleteUnusedImages(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.removedIDs(); len(got) != 0 {
+		t.Fatalf("removed %v: every image is younger than the minimum age", got)
+	}
+	clk.Step(time.Minute)
+	f.images["new"] = image("new", 10)
+	if err := m.DeleteUnusedImages(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := f.removedIDs()
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"old1", "old2"}) || *removed != 2 {
+		t.Errorf("removed %v (counted %d), want old1 and old2", got, *removed)
+	}
+}

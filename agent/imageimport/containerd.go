@@ -2,28 +2,59 @@ package imageimport
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
-	"github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/defaults"
-	"github.com/containerd/errdefs"
+	contentapi "github.com/containerd/containerd/api/services/content/v1"
+	diffapi "github.com/containerd/containerd/api/services/diff/v1"
+	imagesapi "github.com/containerd/containerd/api/services/images/v1"
+	leasesapi "github.com/containerd/containerd/api/services/leases/v1"
+	snapshotsapi "github.com/containerd/containerd/api/services/snapshots/v1"
+	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
-
-	"github.com/minikubelet/minikubelet/internal/cleanup"
+	"github.com/opencontainers/image-spec/identity"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"k8s.io/utils/clock"
 )
 
-// criNamespace is the containerd namespace the CRI plugin serves.
-const criNamespace = "k8s.io"
+const (
+	// criNamespace is the containerd namespace the CRI plugin serves.
+	criNamespace = "k8s.io"
+	// defaultSnapshotter is containerd's default snapshotter on Linux,
+	// CRI's unless configured otherwise.
+	defaultSnapshotter = "overlayfs"
+	// namespaceHeader and leaseHeader are the gRPC metadata containerd
+	// reads a request's namespace and lease from.
+	namespaceHeader = "containerd-namespace"
+	leaseHeader     = "containerd-lease"
+	// maxMsgSize is containerd's own gRPC message limit.
+	maxMsgSize = 16 << 20
+)
 
-// Containerd is the Store of a containerd, reached through its Go client:
-// CRI has no verb to import an image. It works against containerd 1.6 and
-// 2.x. Its methods may be called from one goroutine at a time.
+// Containerd is the Store of a containerd, reached through containerd's
+// own gRPC API (the content, images, leases, diff and snapshots services,
+// v1, which containerd 1.6 and 2.x serve): CRI has no verb to import an
+// image. It does what containerd's client does for "ctr images import":
+// blobs into the content store with the labels its garbage collector
+// follows, image records, and each image's layers unpacked into
+// snapshots. Its methods may be called from one goroutine at a time.
 type Containerd struct {
-	client      *client.Client
+	conn        *grpc.ClientConn
+	content     contentapi.ContentClient
+	images      imagesapi.ImagesClient
+	leases      leasesapi.LeasesClient
+	diff        diffapi.DiffClient
+	snapshots   snapshotsapi.SnapshotsClient
 	snapshotter string
+	// platform picks the manifest of a multi-platform image, as
+	// containerd's client does (platforms.Default).
+	platform platforms.MatchComparer
+	clock    clock.PassiveClock
 }
 
 var _ Store = (*Containerd)(nil)
@@ -33,67 +64,83 @@ var _ Store = (*Containerd)(nil)
 // and CRI on one socket). Images are imported into namespace k8s.io and
 // unpacked for containerd's default snapshotter (overlayfs on Linux), which
 // is CRI's unless configured otherwise. It does not dial: a containerd
-// that is down shows in the first call's error. Close it when done.
-func NewContainerd(endpoint string) (*Containerd, error) {
+// that is down shows in the first call's error. clk dates the lease that
+// holds an import's content (the real clock if nil). Close it when done.
+func NewContainerd(endpoint string, clk clock.PassiveClock) (*Containerd, error) {
 	address := strings.TrimPrefix(endpoint, "unix://")
-	c, err := client.New(address, client.WithDefaultNamespace(criNamespace), client.WithTimeout(10*time.Second))
-	if err != nil {
-		return nil, fmt.Errorf("containerd client for %s: %w", address, err)
+	if address == "" {
+		return nil, errors.New("containerd endpoint: empty")
 	}
-	return &Containerd{client: c, snapshotter: defaults.DefaultSnapshotter}, nil
+	conn, err := grpc.NewClient("unix://"+address,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)))
+	if err != nil {
+		return nil, fmt.Errorf("containerd connection to %s: %w", address, err)
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Containerd{
+		conn:        conn,
+		content:     contentapi.NewContentClient(conn),
+		images:      imagesapi.NewImagesClient(conn),
+		leases:      leasesapi.NewLeasesClient(conn),
+		diff:        diffapi.NewDiffClient(conn),
+		snapshots:   snapshotsapi.NewSnapshotsClient(conn),
+		snapshotter: defaultSnapshotter,
+		platform:    platforms.Default(),
+		clock:       clk,
+	}, nil
 }
 
-// Close closes the client's connection.
-func (c *Containerd) Close() error { return c.client.Close() }
-
-// Import implements Store. Images are named by their
-// io.containerd.image.name annotation, else by an
-// org.opencontainers.image.ref.name that is a full reference (a bare tag
-// names no image), and in a docker-save archive by its RepoTags. Content
-// and images are held by one lease until all are unpacked, so containerd's
-// garbage collector cannot take a blob in between.
-func (c *Containerd) Import(ctx context.Context, r io.Reader) (_ []Image, err error) {
-	ctx, done, err := c.client.WithLease(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("create lease: %w", err)
-	}
-	defer func() {
-		// The lease must go even when ctx was cancelled.
-		dctx, cancel := cleanup.Context(ctx, 10*time.Second)
-		defer cancel()
-		_ = done(dctx)
-	}()
-	imgs, err := c.client.Import(ctx, r, client.WithImageRefTranslator(fullReference))
-	if err != nil {
-		return nil, fmt.Errorf("import: %w", err)
-	}
-	out := make([]Image, 0, len(imgs))
-	for _, im := range imgs {
-		if err := client.NewImage(c.client, im).Unpack(ctx, c.snapshotter); err != nil {
-			return nil, fmt.Errorf("unpack %s for snapshotter %s: %w", im.Name, c.snapshotter, err)
-		}
-		out = append(out, Image{Name: im.Name, Target: im.Target.Digest.String()})
-	}
-	return out, nil
-}
+// Close closes the connection.
+func (c *Containerd) Close() error { return c.conn.Close() }
 
 // Has implements Store.
 func (c *Containerd) Has(ctx context.Context, img Image) (bool, error) {
-	im, err := c.client.ImageService().Get(ctx, img.Name)
-	if errdefs.IsNotFound(err) {
+	ctx = inNamespace(ctx)
+	resp, err := c.images.Get(ctx, &imagesapi.GetImageRequest{Name: img.Name})
+	if isCode(err, codes.NotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("get image %s: %w", img.Name, err)
 	}
-	if im.Target.Digest.String() != img.Target {
+	target := descFromProto(resp.GetImage().GetTarget())
+	if target.Digest.String() != img.Target {
 		return false, nil
 	}
-	unpacked, err := client.NewImage(c.client, im).IsUnpacked(ctx, c.snapshotter)
+	fs, err := c.rootFS(ctx, target)
 	if err != nil {
 		return false, fmt.Errorf("check image %s is unpacked for snapshotter %s: %w", img.Name, c.snapshotter, err)
 	}
-	return unpacked, nil
+	if len(fs.diffIDs) == 0 {
+		// An image without layers has no snapshot: containerd's client
+		// finds it unpacked only if a snapshot "" exists, which none does.
+		return false, nil
+	}
+	_, err = c.snapshots.Stat(ctx, &snapshotsapi.StatSnapshotRequest{Snapshotter: c.snapshotter, Key: identity.ChainID(fs.diffIDs).String()})
+	if isCode(err, codes.NotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("check image %s is unpacked for snapshotter %s: %w", img.Name, c.snapshotter, err)
+	}
+	return true, nil
+}
+
+// inNamespace makes ctx's requests address containerd's k8s.io namespace.
+func inNamespace(ctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, namespaceHeader, criNamespace)
+}
+
+// isCode reports whether err is a gRPC status error with code.
+func isCode(err error, code codes.Code) bool {
+	if err == nil {
+		return false
+	}
+	s, ok := status.FromError(err)
+	return ok && s.Code() == code
 }
 
 // fullReference turns an OCI layout's org.opencontainers.image.ref.name

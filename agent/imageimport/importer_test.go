@@ -3,7 +3,6 @@ package imageimport
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -131,36 +130,20 @@ func dockerArchive(tag, config string) map[string]string {
 
 func writeTar(t *testing.T, path string, files map[string]string, gz bool) {
 	t.Helper()
-	var buf bytes.Buffer
-	var w io.Writer = &buf
-	var zw *gzip.Writer
-	if gz {
-		zw = gzip.NewWriter(&buf)
-		w = zw
-	}
-	tw := tar.NewWriter(w)
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	for _, n := range names {
-		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(files[n])); err != nil {
-			t.Fatal(err)
-		}
+	entries := make([]tarEntry, len(names))
+	for i, n := range names {
+		entries[i] = tarEntry{name: n, data: files[n]}
 	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
+	b := tarBytes(t, entries...)
+	if gz {
+		b = gzipBytes(t, b)
 	}
-	if zw != nil {
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -376,7 +359,7 @@ func TestArchiveDigest(t *testing.T) {
 }
 
 func TestFullReference(t *testing.T) {
-	for in, want := range map[string]string{
+	checkMapping(t, "fullReference", fullReference, map[string]string{
 		"example.com/app:1.0":   "example.com/app:1.0",
 		"busybox:1.36":          "docker.io/library/busybox:1.36",
 		"localhost/x/pause:3.1": "localhost/x/pause:3.1",
@@ -384,9 +367,16 @@ func TestFullReference(t *testing.T) {
 		"1.36":                  "",
 		"latest":                "",
 		"Bad/Name:1":            "",
-	} {
-		if got := fullReference(in); got != want {
-			t.Errorf("fullReference(%q) = %q, want %q", in, got, want)
+	})
+}
+
+// checkMapping fails t for each input of cases that f, named name, does
+// not map to its value.
+func checkMapping(t *testing.T, name string, f func(string) string, cases map[string]string) {
+	t.Helper()
+	for in, want := range cases {
+		if got := f(in); got != want {
+			t.Errorf("%s(%q) = %q, want %q", name, in, got, want)
 		}
 	}
 }

@@ -32,7 +32,7 @@ func ImportRootDir(ctx context.Context, cfg RootDirConfig) {
 	logger := klog.FromContext(ctx).WithName("imageimport")
 	ctx = klog.NewContext(ctx, logger)
 	dir := filepath.Join(cfg.RootDir, "images")
-	store, err := NewContainerd(cfg.RuntimeEndpoint)
+	store, err := NewContainerd(cfg.RuntimeEndpoint, cfg.Clock)
 	if err != nil {
 		logger.Error(err, "Cannot import image archives", "dir", dir)
 		return

@@ -1,7 +1,8 @@
 // Package machine reads what the agent needs to know of the node it runs
-// on: its IP address (HostIP), its CPUs, memory and root filesystem
-// (Capacity, Allocatable, MemoryCapacity), whether those run short
-// (ReadPressure), and the kernel, OS and IDs a Node reports (SystemInfo).
+// on: its IP address (HostIP), its CPUs, memory, root filesystem and task
+// limit (Capacity, Allocatable, MemoryCapacity, PIDCapacity), whether
+// those run short (ReadPressure), whether swap is on (SwapOn), and the
+// kernel, OS and IDs a Node reports (SystemInfo).
 //
 // Data enters from the host: /proc, statfs, sysinfo, uname, the network
 // interfaces and a few files of /etc. It leaves as plain values and

@@ -60,6 +60,19 @@ func Capacity(rootDir string, memory int64) v1.ResourceList {
 	return out
 }
 
+// PIDCapacity is the node's task limit as the kubelet counts it: the
+// smaller of kernel.pid_max and kernel.threads-max; 0 when neither can be
+// read.
+func PIDCapacity() int64 {
+	var limit int64
+	for _, f := range []string{"/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max"} {
+		if v, err := strconv.ParseInt(readTrimmed(f), 10, 64); err == nil && (limit == 0 || v < limit) {
+			limit = v
+		}
+	}
+	return limit
+}
+
 // MemoryCapacity is the node's memory in bytes (MemTotal of
 // /proc/meminfo); 0 when it cannot be read.
 func MemoryCapacity() int64 {

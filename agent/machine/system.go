@@ -22,7 +22,7 @@ func SystemInfo(runtimeName, runtimeVersion string) v1.NodeSystemInfo {
 		KernelVersion:           unix.ByteSliceToString(uts.Release[:]),
 		OSImage:                 osImage(),
 		ContainerRuntimeVersion: runtimeName + "://" + runtimeVersion,
-		KubeletVersion:          version.Version,
+		KubeletVersion:          version.KubeletVersion(),
 		OperatingSystem:         runtime.GOOS,
 		Architecture:            runtime.GOARCH,
 	}

@@ -24,7 +24,8 @@ const (
 // File, port protocol TCP (and hostPort = containerPort on the host
 // network), resource requests copied from limits where unset, probe timing
 // (timeout 1s, period 10s, success 1, failure 3) and HTTP probe and hook
-// path "/" and scheme HTTP. A volume of no type becomes an emptyDir.
+// path "/" and scheme HTTP. A volume of no type becomes an emptyDir; an
+// image volume gets the pullPolicy a container with its reference would.
 func Default(pod *v1.Pod) {
 	spec := &pod.Spec
 	if spec.RestartPolicy == "" {
@@ -50,6 +51,9 @@ func Default(pod *v1.Pod) {
 	for i := range spec.Volumes {
 		if v := &spec.Volumes[i].VolumeSource; countVolumeTypes(v) == 0 {
 			v.EmptyDir = &v1.EmptyDirVolumeSource{}
+		}
+		if im := spec.Volumes[i].Image; im != nil && im.PullPolicy == "" {
+			im.PullPolicy = defaultPullPolicy(im.Reference)
 		}
 	}
 	for i := range spec.InitContainers {

@@ -193,3 +193,19 @@ func TestDefaultPullPolicy(t *testing.T) {
 		})
 	}
 }
+
+// An image volume's pullPolicy is defaulted as a container's, from its
+// reference; one that is set stays.
+func TestDefaultImageVolume(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{Volumes: []v1.Volume{
+		{Name: "latest", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "example.com/data"}}},
+		{Name: "tagged", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "example.com/data:1"}}},
+		{Name: "set", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "example.com/data", PullPolicy: v1.PullNever}}},
+	}}}
+	Default(pod)
+	for i, want := range []v1.PullPolicy{v1.PullAlways, v1.PullIfNotPresent, v1.PullNever} {
+		if got := pod.Spec.Volumes[i].Image.PullPolicy; got != want {
+			t.Errorf("volume %s: pullPolicy %q, want %q", pod.Spec.Volumes[i].Name, got, want)
+		}
+	}
+}

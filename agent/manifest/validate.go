@@ -118,6 +118,7 @@ func validatePodSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, validateGracePeriod(spec.TerminationGracePeriodSeconds, path.Child("terminationGracePeriodSeconds"))...)
 	errs = append(errs, validateActiveDeadline(spec.ActiveDeadlineSeconds, path.Child("activeDeadlineSeconds"))...)
 	errs = append(errs, validateDNS(spec, path)...)
+	errs = append(errs, validateSecurity(spec, path)...)
 	errs = append(errs, validateResourceList(spec.Overhead, path.Child("overhead"))...)
 	if r := spec.Resources; r != nil {
 		errs = append(errs, validateResourceList(r.Limits, path.Child("resources", "limits"))...)

@@ -22,6 +22,8 @@ type containerScope struct {
 	// init is true for an init container, sidecar for an init container
 	// with restartPolicy Always, which runs beside the regular ones.
 	init, sidecar bool
+	// podRestartPolicy is the pod's restartPolicy.
+	podRestartPolicy v1.RestartPolicy
 }
 
 // validateContainers checks the init and regular containers. Container names
@@ -53,6 +55,8 @@ func validateContainers(spec *v1.PodSpec, volumes sets.Set[string], path *field.
 				gracePeriod: grace,
 				init:        group.init,
 				sidecar:     group.init && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways,
+
+				podRestartPolicy: spec.RestartPolicy,
 			}
 			errs = append(errs, validateContainer(c, scope, idx)...)
 			if c.Name != "" && names.Has(c.Name) {
@@ -76,6 +80,7 @@ func validateContainer(c *v1.Container, scope containerScope, path *field.Path) 
 	errs = append(errs, validateImage(c.Image, path.Child("image"))...)
 	errs = append(errs, validatePorts(c.Ports, path.Child("ports"))...)
 	errs = append(errs, validateResources(&c.Resources, path.Child("resources"))...)
+	errs = append(errs, validateResizePolicy(c.ResizePolicy, scope, path.Child("resizePolicy"))...)
 	errs = append(errs, validateEnv(c.Env, path.Child("env"))...)
 	errs = append(errs, validateEnvFrom(c.EnvFrom, path.Child("envFrom"))...)
 	errs = append(errs, validateVolumeMounts(c.VolumeMounts, scope.volumes, path.Child("volumeMounts"))...)

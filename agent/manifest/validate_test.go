@@ -351,6 +351,20 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			name: "image volumes",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Volumes = []v1.Volume{
+					{Name: "a", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "example.com/data:1", PullPolicy: v1.PullIfNotPresent}}},
+					{Name: "b", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{PullPolicy: v1.PullNever}}},
+					{Name: "c", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "data", PullPolicy: "Sometimes"}}},
+				}
+			},
+			want: []string{
+				"spec.volumes[1].image.reference: Required value: image is required",
+				`spec.volumes[2].image.pullPolicy: Unsupported value: "Sometimes"`,
+			},
+		},
+		{
 			name: "host path relative",
 			mutate: func(p *v1.Pod) {
 				p.Spec.Volumes = []v1.Volume{
@@ -649,6 +663,43 @@ func TestValidate(t *testing.T) {
 				}
 			},
 			want: []string{"spec.containers[0].lifecycle.preStop.sleep.seconds: Invalid value: -1: must be non-negative and less than terminationGracePeriodSeconds (30)"},
+		},
+		{
+			name: "resize policy valid",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{
+					{ResourceName: v1.ResourceCPU, RestartPolicy: v1.NotRequired},
+					{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer},
+				}
+			},
+		},
+		{
+			name: "resize policy: unknown resource, duplicate, unknown policy",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{
+					{ResourceName: "gpu", RestartPolicy: v1.NotRequired},
+					{ResourceName: v1.ResourceCPU, RestartPolicy: "Sometimes"},
+					{ResourceName: v1.ResourceCPU, RestartPolicy: v1.NotRequired},
+				}
+			},
+			want: []string{
+				`spec.containers[0].resizePolicy[0].resourceName: Unsupported value: "gpu"`,
+				`spec.containers[0].resizePolicy[1].restartPolicy: Unsupported value: "Sometimes"`,
+				`spec.containers[0].resizePolicy[2].resourceName: Duplicate value: "cpu"`,
+			},
+		},
+		{
+			name: "resize policy RestartContainer in a Never pod and in an init container",
+			mutate: func(p *v1.Pod) {
+				p.Spec.RestartPolicy = v1.RestartPolicyNever
+				restart := []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+				p.Spec.InitContainers[0].ResizePolicy = restart
+				p.Spec.Containers[0].ResizePolicy = restart
+			},
+			want: []string{
+				`spec.initContainers[0].resizePolicy[0].restartPolicy: Invalid value: "RestartContainer": must not be set to 'RestartContainer' for non-sidecar initContainers`,
+				`spec.containers[0].resizePolicy[0].restartPolicy: Invalid value: "RestartContainer": must be 'NotRequired' when pod ` + "`restartPolicy`" + ` is 'Never'`,
+			},
 		},
 		{
 			name: "every problem is reported",

@@ -43,6 +43,9 @@ func validateVolumes(volumes []v1.Volume, fldPath *field.Path) (sets.Set[string]
 		if d := v.DownwardAPI; d != nil {
 			errs = append(errs, validateDownwardAPIItems(d.Items, idx.Child("downwardAPI", "items"))...)
 		}
+		if im := v.Image; im != nil {
+			errs = append(errs, validateImageVolume(im, idx.Child("image"))...)
+		}
 		if p := v.Projected; p != nil {
 			for j, src := range p.Sources {
 				if src.DownwardAPI != nil {
@@ -52,6 +55,17 @@ func validateVolumes(volumes []v1.Volume, fldPath *field.Path) (sets.Set[string]
 		}
 	}
 	return names, errs
+}
+
+// validateImageVolume checks an image volume as the API server checks a
+// pod's: a reference, and a known pullPolicy (Default sets one).
+func validateImageVolume(im *v1.ImageVolumeSource, fldPath *field.Path) field.ErrorList {
+	errs := validateImage(im.Reference, fldPath.Child("reference"))
+	supported := []v1.PullPolicy{v1.PullAlways, v1.PullNever, v1.PullIfNotPresent}
+	if !slices.Contains(supported, im.PullPolicy) {
+		errs = append(errs, field.NotSupported(fldPath.Child("pullPolicy"), im.PullPolicy, supported))
+	}
+	return errs
 }
 
 // validateDownwardAPIItems checks the files of a downward API volume or

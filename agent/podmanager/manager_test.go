@@ -1,6 +1,7 @@
 package podmanager
 
 import (
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -34,4 +35,33 @@ func TestManager(t *testing.T) {
 		t.Errorf("after Remove: Get = %v, %d pods; want nil and 2", p, len(m.List()))
 	}
 	m.Remove("never-there")
+}
+
+// recordedRefs records RegisterPod and UnregisterPod calls.
+type recordedRefs struct{ calls []string }
+
+func (r *recordedRefs) RegisterPod(pod *v1.Pod) {
+	r.calls = append(r.calls, "register "+string(pod.UID))
+}
+func (r *recordedRefs) UnregisterPod(uid types.UID) {
+	r.calls = append(r.calls, "unregister "+string(uid))
+}
+
+func TestManagerReferences(t *testing.T) {
+	refs := &recordedRefs{}
+	m := New(WithReferences(refs))
+	running := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "a"}, Status: v1.PodStatus{Phase: v1.PodRunning}}
+	m.Set(running)
+	m.Set(running.DeepCopy())
+	finished := running.DeepCopy()
+	finished.Status.Phase = v1.PodSucceeded
+	m.Set(finished)
+	m.Remove("a")
+	want := []string{"register a", "register a", "unregister a", "unregister a"}
+	if !slices.Equal(refs.calls, want) {
+		t.Fatalf("calls %v, want %v", refs.calls, want)
+	}
+	if m.Get("a") != nil {
+		t.Error("the removed pod is still there")
+	}
 }

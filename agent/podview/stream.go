@@ -16,10 +16,10 @@ import (
 // RunningContainer finds the running instance of a container of a pod the
 // node runs, for /exec, /attach and /run: the pod among the pods the
 // sources want (uid, if given, must be its UID), the container in its spec
-// (containers and init containers), its newest instance in the runtime as
-// the PLEG cache last saw it. A pod or container the node does not have
-// is an error wrapping server.ErrNotFound; one that does not run now,
-// server.ErrNotRunning, saying how it is.
+// (containers, init and ephemeral containers), its newest instance in the
+// runtime as the PLEG cache last saw it. A pod or container the node does
+// not have is an error wrapping server.ErrNotFound; one that does not run
+// now, server.ErrNotRunning, saying how it is.
 func (v *View) RunningContainer(namespace, name string, uid types.UID, container string) (server.StreamContainer, error) {
 	pod, err := v.findPod(namespace, name, uid)
 	if err != nil {
@@ -84,6 +84,9 @@ func containerNames(pod *v1.Pod) string {
 		for _, c := range list {
 			names = append(names, c.Name)
 		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		names = append(names, c.Name)
 	}
 	if len(names) == 0 {
 		return "no containers"

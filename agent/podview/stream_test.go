@@ -20,6 +20,7 @@ func TestRunningContainerAndSandbox(t *testing.T) {
 	p := pod("ns", "web")
 	p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "term", TTY: true}, v1.Container{Name: "done"}, v1.Container{Name: "later"})
 	p.Spec.InitContainers = []v1.Container{{Name: "init"}}
+	p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug", Stdin: true, TTY: true}}}
 	v := New(Config{Pods: fakePods{p}, Statuses: fakeStatuses{}, Runtime: fakeRuntime{p.UID: {
 		Sandboxes: []*runtimeapi.PodSandboxStatus{
 			{Id: "sb-2", State: runtimeapi.PodSandboxState_SANDBOX_READY},
@@ -31,6 +32,7 @@ func TestRunningContainerAndSandbox(t *testing.T) {
 			{ID: "term-1", Name: "term", State: runtimeapi.ContainerState_CONTAINER_RUNNING},
 			{ID: "done-1", Name: "done", State: runtimeapi.ContainerState_CONTAINER_EXITED, ExitCode: 2, Reason: "Error"},
 			{ID: "init-1", Name: "init", State: runtimeapi.ContainerState_CONTAINER_EXITED},
+			{ID: "debug-1", Name: "debug", State: runtimeapi.ContainerState_CONTAINER_RUNNING},
 		},
 	}}})
 
@@ -39,6 +41,9 @@ func TestRunningContainerAndSandbox(t *testing.T) {
 	}
 	if c, err := v.RunningContainer("ns", "web", p.UID, "term"); err != nil || c.ID != "term-1" || !c.TTY {
 		t.Errorf("term: %+v %v, want term-1 with its terminal", c, err)
+	}
+	if c, err := v.RunningContainer("ns", "web", "", "debug"); err != nil || c.ID != "debug-1" || !c.TTY {
+		t.Errorf("ephemeral debug: %+v %v, want debug-1 with its terminal", c, err)
 	}
 	if id, err := v.ReadySandbox("ns", "web", ""); err != nil || id != "sb-2" {
 		t.Errorf("ReadySandbox: %q %v, want sb-2", id, err)
@@ -51,7 +56,7 @@ func TestRunningContainerAndSandbox(t *testing.T) {
 	}{
 		{"unknown pod", "nope", "app", "", server.ErrNotFound, "pod ns/nope is not on this node"},
 		{"other uid", "web", "app", "other", server.ErrNotFound, "has UID uid-web, not other"},
-		{"unknown container", "web", "nope", "", server.ErrNotFound, `container "nope" is not valid for pod ns/web (it has init, app, term, done, later)`},
+		{"unknown container", "web", "nope", "", server.ErrNotFound, `container "nope" is not valid for pod ns/web (it has init, app, term, done, later, debug)`},
 		{"exited", "web", "done", "", server.ErrNotRunning, `container "done" of pod ns/web is not running (exited with code 2, Error)`},
 		{"init done", "web", "init", "", server.ErrNotRunning, "exited with code 0"},
 		{"not created", "web", "later", "", server.ErrNotRunning, "has not been created yet"},

@@ -141,7 +141,7 @@ func (v *View) ContainerLog(namespace, name, container string, previous bool) (s
 }
 
 func findContainerStatus(st v1.PodStatus, name string) *v1.ContainerStatus {
-	for _, list := range [][]v1.ContainerStatus{st.ContainerStatuses, st.InitContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{st.ContainerStatuses, st.InitContainerStatuses, st.EphemeralContainerStatuses} {
 		for i := range list {
 			if list[i].Name == name {
 				return &list[i]

@@ -150,3 +150,23 @@ func TestRunningPods(t *testing.T) {
 		t.Errorf("b = %+v, want only its running container", got[1])
 	}
 }
+
+// An ephemeral container's log is found through the pod's
+// ephemeralContainerStatuses.
+func TestContainerLogEphemeral(t *testing.T) {
+	p := pod("ns", "web")
+	p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug"}}}
+	statuses := fakeStatuses{p.UID: {EphemeralContainerStatuses: []v1.ContainerStatus{{
+		Name:        "debug",
+		ContainerID: "containerd://d1",
+		State:       v1.ContainerState{Running: &v1.ContainerStateRunning{}},
+	}}}}
+	rt := fakeRuntime{p.UID: {Containers: []*kubecontainer.ContainerStatus{
+		{ID: "d1", Name: "debug", State: runtimeapi.ContainerState_CONTAINER_RUNNING, LogPath: "/logs/debug/0.log"},
+	}}}
+	v := New(Config{Pods: fakePods{p}, Statuses: statuses, Runtime: rt})
+	lf, err := v.ContainerLog("ns", "web", "debug", false)
+	if err != nil || lf.Path != "/logs/debug/0.log" || !lf.Running() {
+		t.Errorf("ContainerLog: %+v %v, want /logs/debug/0.log, running", lf, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/internal/events"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 	"github.com/minikubelet/minikubelet/internal/probe"
 )
@@ -33,6 +34,14 @@ type Config struct {
 	// Forget, if set, is told when a probe worker stops: no more runs of
 	// that probe of that container of pod will be observed.
 	Forget func(pod *v1.Pod, container string, t Type)
+	// Events records the kubelet's Unhealthy event for each failed
+	// probe; nil records none.
+	Events eventRecorder
+}
+
+// eventRecorder records the kubelet's events (agent/cluster/events).
+type eventRecorder interface {
+	Eventf(ref *v1.ObjectReference, eventType, reason, messageFmt string, args ...any)
 }
 
 // Run is one probe run, as Config.Observe is told of it.
@@ -76,6 +85,9 @@ type resultKey struct {
 
 // New returns a Manager with no workers.
 func New(cfg Config) *Manager {
+	if cfg.Events == nil {
+		cfg.Events = events.Discard{}
+	}
 	return &Manager{
 		cfg:      cfg,
 		http:     probe.NewHTTP(probe.UserAgent()),

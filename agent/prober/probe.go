@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/minikubelet/minikubelet/internal/events"
 	"github.com/minikubelet/minikubelet/internal/probe"
 )
 
@@ -25,6 +26,7 @@ func (w *worker) probe(ctx context.Context, st v1.PodStatus) probe.Result {
 		logger.V(2).Info("Probe could not be run", "containerID", w.containerID, "err", err)
 	case r == probe.Failure:
 		logger.V(1).Info("Probe failed", "containerID", w.containerID, "output", detail)
+		w.m.cfg.Events.Eventf(events.Container(w.pod, w.container), v1.EventTypeWarning, events.Unhealthy, "%s probe failed: %s", w.key.t, detail)
 	default:
 		logger.V(5).Info("Probe succeeded", "containerID", w.containerID)
 	}

@@ -29,6 +29,9 @@ type podWorkers interface {
 type podStatuses interface {
 	Get(uid types.UID) (v1.PodStatus, bool)
 	SetTerminal(uid types.UID, t status.Terminal)
+	// IsTerminal reports a pod the agent ended for a reason of its own
+	// (refused at admission, past its deadline): it must not start again.
+	IsTerminal(uid types.UID) bool
 	Forget(uid types.UID)
 }
 
@@ -147,7 +150,9 @@ func (n *NodePods) do(ctx context.Context, r Request) ([]*v1.Pod, error) {
 //     shrinks the pod's own).
 //   - resume: pods may start again; the marked statuses are forgotten and
 //     every pod of the sources is added again, which starts a new worker
-//     for each pod killed (or restarts it once its termination is over).
+//     for each pod killed (or restarts it once its termination is over);
+//     not the pods the agent ended for reasons of their own (refused at
+//     admission, past their deadline).
 func (n *NodePods) Handle(ctx context.Context, logger klog.Logger, r Request) {
 	var reply []*v1.Pod
 	switch r.op {
@@ -168,7 +173,7 @@ func (n *NodePods) Handle(ctx context.Context, logger klog.Logger, r Request) {
 			}
 			grace := k.GracePeriod
 			n.killed[pod.UID] = true
-			n.status.SetTerminal(pod.UID, status.Terminal{Reason: k.Reason, Message: k.Message})
+			n.status.SetTerminal(pod.UID, status.Terminal{Reason: k.Reason, Message: k.Message, DisruptionTarget: true})
 			n.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Kill, Pod: pod, GracePeriod: &grace})
 		}
 	case opResume:
@@ -178,7 +183,7 @@ func (n *NodePods) Handle(ctx context.Context, logger klog.Logger, r Request) {
 		}
 		n.killed = map[types.UID]bool{}
 		for _, pod := range n.pods.List() {
-			if pod.DeletionTimestamp != nil {
+			if pod.DeletionTimestamp != nil || n.status.IsTerminal(pod.UID) {
 				continue
 			}
 			n.workers.UpdatePod(ctx, podworkers.UpdatePodOptions{Type: podworkers.Create, Pod: pod})

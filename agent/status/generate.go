@@ -1,6 +1,10 @@
 package status
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -24,6 +28,13 @@ type GenerateInput struct {
 	// Probes says whether running containers have started and are ready;
 	// nil means every running container is both.
 	Probes Probes
+	// ResizeConditions are the pod's PodResizePending and
+	// PodResizeInProgress conditions, reported unless the pod has
+	// finished. Actuated returns the resources applied to a container
+	// (for the memory request it runs with, which CRI does not report);
+	// nil: none known.
+	ResizeConditions []v1.PodCondition
+	Actuated         func(name string) (v1.ResourceRequirements, bool)
 }
 
 // Probes is what a status needs of the prober.
@@ -42,6 +53,10 @@ func Generate(in GenerateInput) v1.PodStatus {
 	st := v1.PodStatus{
 		StartTime: in.Old.StartTime,
 		QOSClass:  qos.Class(pod),
+		// The generation of the spec this status was computed from, as
+		// the kubelet reports it (PodObservedGenerationTracking, on by
+		// default since 1.34).
+		ObservedGeneration: pod.Generation,
 	}
 	if in.HostIP != "" {
 		st.HostIP = in.HostIP
@@ -57,27 +72,64 @@ func Generate(in GenerateInput) v1.PodStatus {
 	if len(ips) > 0 {
 		st.PodIP = ips[0]
 	}
+	// A container not created yet waits as ContainerCreating, or as
+	// PodInitializing in a pod with init containers (init containers
+	// included), as the kubelet reports it.
+	notCreated := kubecontainer.Waiting{Reason: "ContainerCreating"}
+	if len(pod.Spec.InitContainers) > 0 {
+		notCreated.Reason = "PodInitializing"
+	}
 	for i := range pod.Spec.InitContainers {
-		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(&pod.Spec.InitContainers[i], rs, in.Waiting, in.RuntimeName, in.Probes))
+		c := &pod.Spec.InitContainers[i]
+		cs := containerStatus(c, rs, in.Waiting, notCreated, in.RuntimeName, in.Probes)
+		setResources(&cs, c, rs.FindContainer(c.Name), findStatus(in.Old.InitContainerStatuses, c.Name), in.Actuated)
+		// A regular init container is ready once it succeeded (not while
+		// it runs), as the kubelet's prober reports it; a sidecar's
+		// readiness is its probes'.
+		if !kubecontainer.IsSidecar(c) {
+			t := cs.State.Terminated
+			cs.Ready = t != nil && t.ExitCode == 0
+		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 	}
 	for i := range pod.Spec.Containers {
-		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(&pod.Spec.Containers[i], rs, in.Waiting, in.RuntimeName, in.Probes))
+		c := &pod.Spec.Containers[i]
+		cs := containerStatus(c, rs, in.Waiting, notCreated, in.RuntimeName, in.Probes)
+		setResources(&cs, c, rs.FindContainer(c.Name), findStatus(in.Old.ContainerStatuses, c.Name), in.Actuated)
+		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
+	st.EphemeralContainerStatuses = ephemeralStatuses(in, notCreated)
 	st.Phase = phase(pod, st.InitContainerStatuses, st.ContainerStatuses)
 	if in.Old.Phase == v1.PodSucceeded || in.Old.Phase == v1.PodFailed {
 		st.Phase = in.Old.Phase // a terminal phase never changes back
 	}
 	st.Conditions = conditions(pod, rs, &st, in.Old, in.Now)
+	if st.Phase != v1.PodSucceeded && st.Phase != v1.PodFailed {
+		// As the kubelet: a finished pod is no longer being resized.
+		st.Conditions = append(st.Conditions, in.ResizeConditions...)
+	}
 	return st
 }
 
-func containerStatus(c *v1.Container, rs *kubecontainer.PodStatus, waiting map[string]kubecontainer.Waiting, runtimeName string, probes Probes) v1.ContainerStatus {
+// findStatus returns the status of the container called name, or nil.
+func findStatus(statuses []v1.ContainerStatus, name string) *v1.ContainerStatus {
+	for i := range statuses {
+		if statuses[i].Name == name {
+			return &statuses[i]
+		}
+	}
+	return nil
+}
+
+// containerStatus is c's status; notCreated is why it waits when the
+// runtime has no container of it and nothing holds it back.
+func containerStatus(c *v1.Container, rs *kubecontainer.PodStatus, waiting map[string]kubecontainer.Waiting, notCreated kubecontainer.Waiting, runtimeName string, probes Probes) v1.ContainerStatus {
 	out := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 	all := rs.ContainersNamed(c.Name)
 	w, held := waiting[c.Name]
 	if len(all) == 0 {
 		if !held {
-			w = kubecontainer.Waiting{Reason: "ContainerCreating"}
+			w = notCreated
 		}
 		out.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
 		return out
@@ -86,6 +138,7 @@ func containerStatus(c *v1.Container, rs *kubecontainer.PodStatus, waiting map[s
 	out.RestartCount = int32(latest.RestartCount)
 	out.ImageID = latest.ImageRef
 	out.ContainerID = containerID(runtimeName, latest.ID)
+	out.User = containerUser(latest.User)
 	switch latest.State {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
 		out.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(latest.StartedAt)}
@@ -113,11 +166,22 @@ func containerStatus(c *v1.Container, rs *kubecontainer.PodStatus, waiting map[s
 		out.Started = &started
 	default:
 		if !held {
-			w = kubecontainer.Waiting{Reason: "ContainerCreating"}
+			w = notCreated
 		}
 		out.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
 	}
 	return out
+}
+
+// containerUser is the identity the runtime says the container's process
+// runs with (containerd 2.x reports it), as the kubelet copies it into
+// status.containerStatuses[].user; nil when the runtime says nothing.
+func containerUser(u *runtimeapi.ContainerUser) *v1.ContainerUser {
+	l := u.GetLinux()
+	if l == nil {
+		return nil
+	}
+	return &v1.ContainerUser{Linux: &v1.LinuxContainerUser{UID: l.GetUid(), GID: l.GetGid(), SupplementalGroups: l.GetSupplementalGroups()}}
 }
 
 func terminated(cs *kubecontainer.ContainerStatus, runtimeName string) *v1.ContainerStateTerminated {
@@ -146,11 +210,14 @@ func containerID(runtimeName, id string) string {
 }
 
 // initialized reports whether every init container has succeeded, or, for
-// a sidecar (restartPolicy Always), has started.
+// a sidecar (restartPolicy Always), has started: passed its startup probe
+// once, as the kubelet counts it (a sidecar that ran before and restarts
+// keeps the pod initialized).
 func initialized(pod *v1.Pod, inits []v1.ContainerStatus) bool {
 	for i, cs := range inits {
 		if kubecontainer.IsSidecar(&pod.Spec.InitContainers[i]) {
-			if cs.State.Running == nil && cs.LastTerminationState.Terminated == nil && cs.State.Terminated == nil {
+			startedNow := cs.State.Running != nil && (cs.Started == nil || *cs.Started)
+			if !startedNow && cs.LastTerminationState.Terminated == nil && cs.State.Terminated == nil {
 				return false // never started
 			}
 			continue
@@ -213,47 +280,159 @@ func phase(pod *v1.Pod, inits, statuses []v1.ContainerStatus) v1.PodPhase {
 	return v1.PodPending
 }
 
+// Reasons of the conditions the agent sets, as the kubelet's.
+const (
+	reasonPodCompleted             = "PodCompleted"
+	reasonPodFailed                = "PodFailed"
+	reasonContainersNotReady       = "ContainersNotReady"
+	reasonContainersNotInitialized = "ContainersNotInitialized"
+	reasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
+)
+
 // conditions computes PodScheduled, PodReadyToStartContainers, Initialized,
-// ContainersReady and Ready, keeping a condition's transition time while
-// its status does not change.
+// ContainersReady and Ready with the kubelet's reasons and messages,
+// keeping a condition's transition time while its status does not change.
 func conditions(pod *v1.Pod, rs *kubecontainer.PodStatus, st *v1.PodStatus, old v1.PodStatus, now metav1.Time) []v1.PodCondition {
-	allReady := len(st.ContainerStatuses) > 0
-	for _, cs := range st.ContainerStatuses {
-		allReady = allReady && cs.Ready
-	}
-	for i, cs := range st.InitContainerStatuses {
-		if kubecontainer.IsSidecar(&pod.Spec.InitContainers[i]) {
-			allReady = allReady && cs.Ready // sidecars count for readiness
-		}
-	}
 	sandboxReady := len(rs.Sandboxes) > 0 && rs.Sandboxes[0].State == runtimeapi.PodSandboxState_SANDBOX_READY
-	succeeded := st.Phase == v1.PodSucceeded
-	conds := []struct {
-		t  v1.PodConditionType
-		ok bool
-	}{
-		{v1.PodScheduled, true},
-		{v1.PodReadyToStartContainers, sandboxReady},
-		{v1.PodInitialized, initialized(pod, st.InitContainerStatuses)},
-		{v1.ContainersReady, allReady && !succeeded},
-		{v1.PodReady, allReady && !succeeded},
+	ready := containersReadyCondition(pod, st)
+	ready.Type = v1.ContainersReady
+	podReady := podReadyCondition(pod, ready, pod.Status.Conditions)
+	conds := []v1.PodCondition{
+		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
+		{Type: v1.PodReadyToStartContainers, Status: conditionStatus(sandboxReady)},
+		initializedCondition(pod, st),
+		ready,
+		podReady,
 	}
-	out := make([]v1.PodCondition, 0, len(conds))
-	for _, c := range conds {
-		status := v1.ConditionFalse
-		if c.ok {
-			status = v1.ConditionTrue
-		}
-		cond := v1.PodCondition{Type: c.t, Status: status, LastTransitionTime: now}
+	for i := range conds {
+		c := &conds[i]
+		c.ObservedGeneration = pod.Generation
+		c.LastTransitionTime = now
 		for _, o := range old.Conditions {
-			if o.Type == c.t && o.Status == status {
-				cond.LastTransitionTime = o.LastTransitionTime
+			if o.Type == c.Type && o.Status == c.Status {
+				c.LastTransitionTime = o.LastTransitionTime
 			}
 		}
-		if !c.ok && (c.t == v1.ContainersReady || c.t == v1.PodReady) {
-			cond.Reason = "ContainersNotReady"
-		}
-		out = append(out, cond)
 	}
-	return out
+	return conds
+}
+
+// podReadyCondition is the kubelet's Ready: ContainersReady's status,
+// reason and message while that is not True; else False, with reason
+// ReadinessGatesNotReady and the kubelet's message for each of
+// spec.readinessGates whose condition (set by others, found in
+// conditions: the API's) is missing or not True; else True.
+func podReadyCondition(pod *v1.Pod, containersReady v1.PodCondition, conditions []v1.PodCondition) v1.PodCondition {
+	c := containersReady
+	c.Type = v1.PodReady
+	if c.Status != v1.ConditionTrue {
+		return c
+	}
+	var unready []string
+	for _, gate := range pod.Spec.ReadinessGates {
+		i := slices.IndexFunc(conditions, func(c v1.PodCondition) bool { return c.Type == gate.ConditionType })
+		switch {
+		case i < 0:
+			unready = append(unready, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(gate.ConditionType)))
+		case conditions[i].Status != v1.ConditionTrue:
+			unready = append(unready, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(gate.ConditionType), conditions[i].Status))
+		}
+	}
+	if len(unready) > 0 {
+		c.Status, c.Reason, c.Message = v1.ConditionFalse, reasonReadinessGatesNotReady, strings.Join(unready, ", ")
+	}
+	return c
+}
+
+// NeedsReadinessSync reports whether the Ready condition the API shows for
+// pod is not what its readiness gates and the rest of its API status make
+// it, as the kubelet's NeedToReconcilePodReadiness: a condition others set
+// for a gate changed, and the pod must be synced for its Ready to follow.
+// False for a pod without readiness gates or without a Ready condition.
+func NeedsReadinessSync(pod *v1.Pod) bool {
+	if len(pod.Spec.ReadinessGates) == 0 {
+		return false
+	}
+	i := slices.IndexFunc(pod.Status.Conditions, func(c v1.PodCondition) bool { return c.Type == v1.PodReady })
+	if i < 0 {
+		return false
+	}
+	want := podReadyCondition(pod, containersReadyCondition(pod, &pod.Status), pod.Status.Conditions)
+	cur := pod.Status.Conditions[i]
+	return cur.Status != want.Status || cur.Message != want.Message
+}
+
+func conditionStatus(ok bool) v1.ConditionStatus {
+	if ok {
+		return v1.ConditionTrue
+	}
+	return v1.ConditionFalse
+}
+
+// initializedCondition is the kubelet's Initialized: true once every init
+// container succeeded (a sidecar: started), or once a regular container
+// has run (sidecars restarting do not undo it); else false, naming the
+// init containers not done.
+func initializedCondition(pod *v1.Pod, st *v1.PodStatus) v1.PodCondition {
+	c := v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+	if st.Phase == v1.PodSucceeded {
+		c.Reason = reasonPodCompleted
+		return c
+	}
+	for _, cs := range st.ContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil {
+			return c
+		}
+	}
+	var incomplete []string
+	for i, cs := range st.InitContainerStatuses {
+		done := cs.Ready
+		if kubecontainer.IsSidecar(&pod.Spec.InitContainers[i]) {
+			done = cs.Started != nil && *cs.Started
+		}
+		if !done {
+			incomplete = append(incomplete, cs.Name)
+		}
+	}
+	if len(incomplete) > 0 {
+		c.Status = v1.ConditionFalse
+		c.Reason = reasonContainersNotInitialized
+		c.Message = fmt.Sprintf("containers with incomplete status: %s", incomplete)
+	}
+	return c
+}
+
+// containersReadyCondition is the kubelet's ContainersReady (and the
+// base of Ready): true when every regular container
+// and sidecar is ready; false with PodCompleted or PodFailed in a terminal
+// phase, else naming the containers not ready. Its Type is left for the
+// caller.
+func containersReadyCondition(pod *v1.Pod, st *v1.PodStatus) v1.PodCondition {
+	c := v1.PodCondition{Status: v1.ConditionFalse}
+	switch st.Phase {
+	case v1.PodSucceeded:
+		c.Reason = reasonPodCompleted
+		return c
+	case v1.PodFailed:
+		c.Reason = reasonPodFailed
+		return c
+	}
+	var unready []string
+	for i, cs := range st.InitContainerStatuses {
+		if kubecontainer.IsSidecar(&pod.Spec.InitContainers[i]) && !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	for _, cs := range st.ContainerStatuses {
+		if !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	if len(unready) > 0 {
+		c.Reason = reasonContainersNotReady
+		c.Message = fmt.Sprintf("containers with unready status: %s", unready)
+		return c
+	}
+	c.Status = v1.ConditionTrue
+	return c
 }

@@ -276,6 +276,11 @@ func TestGenerateContainerStates(t *testing.T) {
 				t.Fatalf("%d container statuses, want 1", len(st.ContainerStatuses))
 			}
 			got := st.ContainerStatuses[0]
+			if len(tt.containers) > 0 {
+				// A container the runtime has shows the resources it
+				// runs with: none, in a pod that sets none.
+				tt.want.Resources = &v1.ResourceRequirements{}
+			}
 			if !equalContainerStatus(got, tt.want) {
 				t.Errorf("container status:\n got %s\nwant %s", got.String(), tt.want.String())
 			}
@@ -487,22 +492,28 @@ func TestGenerateInitContainers(t *testing.T) {
 		wantInitialized v1.ConditionStatus
 		wantInit        string // state of the init container
 		wantApp         string // reason of app's waiting state, or its state
+		wantInitReady   bool
 	}{
 		{"init not created", withInit(v1.RestartPolicyAlways), nil,
 			map[string]kubecontainer.Waiting{"app": {Reason: "PodInitializing"}},
-			v1.PodPending, v1.ConditionFalse, "waiting:ContainerCreating", "waiting:PodInitializing"},
+			v1.PodPending, v1.ConditionFalse, "waiting:PodInitializing", "waiting:PodInitializing", false},
 		{"init running", withInit(v1.RestartPolicyAlways), []*kubecontainer.ContainerStatus{ctr("init", running, 0, 0, 1)},
 			map[string]kubecontainer.Waiting{"app": {Reason: "PodInitializing"}},
-			v1.PodPending, v1.ConditionFalse, "running", "waiting:PodInitializing"},
+			v1.PodPending, v1.ConditionFalse, "running", "waiting:PodInitializing", false},
 		{"init crash looping", withInit(v1.RestartPolicyOnFailure), []*kubecontainer.ContainerStatus{ctr("init", exited, 1, 2, 1)},
 			map[string]kubecontainer.Waiting{"app": {Reason: "PodInitializing"}, "init": {Reason: "CrashLoopBackOff"}},
-			v1.PodPending, v1.ConditionFalse, "waiting:CrashLoopBackOff", "waiting:PodInitializing"},
+			v1.PodPending, v1.ConditionFalse, "waiting:CrashLoopBackOff", "waiting:PodInitializing", false},
 		{"init failed under Never", withInit(v1.RestartPolicyNever), []*kubecontainer.ContainerStatus{ctr("init", exited, 1, 0, 1)},
 			map[string]kubecontainer.Waiting{"app": {Reason: "PodInitializing"}},
-			v1.PodFailed, v1.ConditionFalse, "terminated:Error", "waiting:PodInitializing"},
+			v1.PodFailed, v1.ConditionFalse, "terminated:Error", "waiting:PodInitializing", false},
 		{"initialized, app running", withInit(v1.RestartPolicyAlways),
 			[]*kubecontainer.ContainerStatus{ctr("init", exited, 0, 0, 1), ctr("app", running, 0, 0, 2)}, nil,
-			v1.PodRunning, v1.ConditionTrue, "terminated:Completed", "running"},
+			v1.PodRunning, v1.ConditionTrue, "terminated:Completed", "running", true},
+		// Not created and nothing holds them back (no sync yet): both wait
+		// as PodInitializing, as the kubelet reports a pod with init
+		// containers.
+		{"nothing created yet", withInit(v1.RestartPolicyNever), nil, nil,
+			v1.PodPending, v1.ConditionFalse, "waiting:PodInitializing", "waiting:PodInitializing", false},
 	}
 	state := func(cs v1.ContainerStatus) string {
 		switch {
@@ -532,6 +543,9 @@ func TestGenerateInitContainers(t *testing.T) {
 			}
 			if got := state(st.ContainerStatuses[0]); got != tt.wantApp {
 				t.Errorf("app %s, want %s", got, tt.wantApp)
+			}
+			if got := st.InitContainerStatuses[0].Ready; got != tt.wantInitReady {
+				t.Errorf("init container ready = %v, want %v", got, tt.wantInitReady)
 			}
 		})
 	}
@@ -565,6 +579,15 @@ func TestGenerateSidecars(t *testing.T) {
 	st := gen(ctr("app", runtimeapi.ContainerState_CONTAINER_RUNNING, 0), ctr("proxy", runtimeapi.ContainerState_CONTAINER_RUNNING, 0), ctr("setup", runtimeapi.ContainerState_CONTAINER_EXITED, 0))
 	if st.Phase != v1.PodRunning || cond(st, v1.PodInitialized) != v1.ConditionTrue || cond(st, v1.PodReady) != v1.ConditionTrue {
 		t.Errorf("phase %s initialized %s ready %s, want Running True True", st.Phase, cond(st, v1.PodInitialized), cond(st, v1.PodReady))
+	}
+	// The sidecar runs but has not passed its startup probe: still
+	// initializing, as the kubelet reports it.
+	notStarted := Generate(GenerateInput{Pod: pod, Now: now, Probes: probes{started: map[string]bool{}},
+		Runtime: &kubecontainer.PodStatus{Sandboxes: []*runtimeapi.PodSandboxStatus{sb}, Containers: []*kubecontainer.ContainerStatus{
+			ctr("proxy", runtimeapi.ContainerState_CONTAINER_RUNNING, 0), ctr("setup", runtimeapi.ContainerState_CONTAINER_EXITED, 0),
+		}}})
+	if notStarted.Phase != v1.PodPending || cond(notStarted, v1.PodInitialized) != v1.ConditionFalse {
+		t.Errorf("sidecar running, startup probe not passed: phase %s initialized %s, want Pending False", notStarted.Phase, cond(notStarted, v1.PodInitialized))
 	}
 	// The sidecar not yet started: still initializing.
 	st = gen(ctr("setup", runtimeapi.ContainerState_CONTAINER_EXITED, 0))
@@ -613,6 +636,72 @@ func TestGenerateReadinessFromProbes(t *testing.T) {
 			}
 			if st.Phase != v1.PodRunning {
 				t.Errorf("phase %s; readiness must not change it", st.Phase)
+			}
+		})
+	}
+}
+
+// The status says which generation of the spec it was computed from, and
+// so does each condition the agent owns.
+func TestGenerateObservedGeneration(t *testing.T) {
+	pod := newPod(v1.RestartPolicyAlways, "app")
+	pod.Generation = 7
+	st := Generate(GenerateInput{Pod: pod, Runtime: runtimeStatus(true, nil, ctr("app", running, 0, 0, 1)), Now: metav1.NewTime(t0)})
+	if st.ObservedGeneration != 7 {
+		t.Errorf("observedGeneration = %d, want 7", st.ObservedGeneration)
+	}
+	if len(st.Conditions) == 0 {
+		t.Fatal("no conditions")
+	}
+	for _, c := range st.Conditions {
+		if c.ObservedGeneration != 7 {
+			t.Errorf("condition %s observedGeneration = %d, want 7", c.Type, c.ObservedGeneration)
+		}
+	}
+}
+
+// The conditions carry the kubelet's reasons and messages, which the
+// conformance tests compare.
+func TestGenerateConditionReasons(t *testing.T) {
+	pod := newPod(v1.RestartPolicyAlways, "app", "side")
+	pod.Spec.InitContainers = []v1.Container{{Name: "init1", Image: "img"}, {Name: "init2", Image: "img"}}
+	tests := []struct {
+		name                string
+		containers          []*kubecontainer.ContainerStatus
+		restart             v1.RestartPolicy
+		wantInit, wantReady string // "status reason message"
+		wantPhase           v1.PodPhase
+	}{
+		{"first init failing", []*kubecontainer.ContainerStatus{ctr("init1", exited, 1, 1, 1)}, v1.RestartPolicyAlways,
+			"False ContainersNotInitialized containers with incomplete status: [init1 init2]",
+			"False ContainersNotReady containers with unready status: [app side]", v1.PodPending},
+		{"second init failed under Never", []*kubecontainer.ContainerStatus{ctr("init1", exited, 0, 0, 1), ctr("init2", exited, 1, 0, 2)}, v1.RestartPolicyNever,
+			"False ContainersNotInitialized containers with incomplete status: [init2]",
+			"False PodFailed ", v1.PodFailed},
+		{"one app container not ready", []*kubecontainer.ContainerStatus{ctr("init1", exited, 0, 0, 1), ctr("init2", exited, 0, 0, 2), ctr("app", running, 0, 0, 3)}, v1.RestartPolicyAlways,
+			"True  ",
+			"False ContainersNotReady containers with unready status: [side]", v1.PodPending},
+		{"succeeded", []*kubecontainer.ContainerStatus{ctr("init1", exited, 0, 0, 1), ctr("init2", exited, 0, 0, 2), ctr("app", exited, 0, 0, 3), ctr("side", exited, 0, 0, 4)}, v1.RestartPolicyNever,
+			"True PodCompleted ",
+			"False PodCompleted ", v1.PodSucceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pod.DeepCopy()
+			p.Spec.RestartPolicy = tt.restart
+			st := Generate(GenerateInput{Pod: p, Runtime: runtimeStatus(true, nil, tt.containers...), Now: metav1.NewTime(t0)})
+			if st.Phase != tt.wantPhase {
+				t.Errorf("phase %s, want %s", st.Phase, tt.wantPhase)
+			}
+			got := map[v1.PodConditionType]string{}
+			for _, c := range st.Conditions {
+				got[c.Type] = string(c.Status) + " " + c.Reason + " " + c.Message
+			}
+			if got[v1.PodInitialized] != tt.wantInit {
+				t.Errorf("Initialized %q, want %q", got[v1.PodInitialized], tt.wantInit)
+			}
+			if got[v1.ContainersReady] != tt.wantReady || got[v1.PodReady] != tt.wantReady {
+				t.Errorf("ContainersReady %q, Ready %q, want %q", got[v1.ContainersReady], got[v1.PodReady], tt.wantReady)
 			}
 		})
 	}

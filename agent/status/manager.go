@@ -25,6 +25,18 @@ type Config struct {
 	// OnStatus, if set, is called with each status stored, outside the
 	// manager's lock; it must not block.
 	OnStatus func(uid types.UID, st v1.PodStatus)
+	// Resources, if set, holds the pods' resize conditions and the
+	// resources applied to their containers (agent/allocation).
+	Resources Resources
+}
+
+// Resources is what a status needs of the pods' resize state.
+type Resources interface {
+	// ResizeConditions returns a pod's PodResizePending and
+	// PodResizeInProgress conditions, if set.
+	ResizeConditions(uid types.UID) []v1.PodCondition
+	// Actuated returns the resources applied to a container of a pod.
+	Actuated(uid types.UID, name string) (v1.ResourceRequirements, bool)
 }
 
 // Manager keeps the newest API status of every pod. Safe for concurrent use.
@@ -50,7 +62,7 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, waiting
 	if !ok {
 		old = v1.PodStatus{StartTime: &now}
 	}
-	st := Generate(GenerateInput{
+	in := GenerateInput{
 		Pod:         pod,
 		Runtime:     rs,
 		Waiting:     waiting,
@@ -59,7 +71,12 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, waiting
 		HostIP:      m.cfg.HostIP,
 		RuntimeName: m.cfg.RuntimeName,
 		Probes:      m.cfg.Probes,
-	})
+	}
+	if r := m.cfg.Resources; r != nil {
+		in.ResizeConditions = r.ResizeConditions(pod.UID)
+		in.Actuated = func(name string) (v1.ResourceRequirements, bool) { return r.Actuated(pod.UID, name) }
+	}
+	st := Generate(in)
 	if t, ok := m.terminal[pod.UID]; ok {
 		applyTerminal(&st, old, t, now)
 	}

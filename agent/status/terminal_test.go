@@ -5,12 +5,13 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
 
-var shutdown = Terminal{Reason: "Terminated", Message: "Pod was terminated in response to imminent node shutdown."}
+var shutdown = Terminal{Reason: "Terminated", Message: "Pod was terminated in response to imminent node shutdown.", DisruptionTarget: true}
 
 func TestManagerTerminal(t *testing.T) {
 	tests := []struct {
@@ -100,5 +101,37 @@ func TestManagerTerminal(t *testing.T) {
 				t.Error("status kept after RemovePod once forgotten")
 			}
 		})
+	}
+}
+
+// A pod the agent ends for its deadline gets phase Failed and the reason,
+// without the DisruptionTarget condition the node's own reasons add; it
+// stays terminal after RemovePod until ForgetTerminal finds it gone.
+func TestManagerTerminalWithoutDisruption(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	m := NewManager(Config{Clock: clk})
+	pod := newPod(v1.RestartPolicyAlways, "app")
+	m.SetPodStatus(pod, runtimeStatus(true, nil, ctr("app", running, 0, 0, 1)), nil)
+	m.SetTerminal(pod.UID, Terminal{Reason: "DeadlineExceeded", Message: "past"})
+	if !m.IsTerminal(pod.UID) {
+		t.Fatal("IsTerminal = false after SetTerminal")
+	}
+	st, _ := m.Get(pod.UID)
+	if st.Phase != v1.PodFailed || st.Reason != "DeadlineExceeded" || st.Message != "past" {
+		t.Errorf("status %s %q %q, want Failed DeadlineExceeded", st.Phase, st.Reason, st.Message)
+	}
+	for _, c := range st.Conditions {
+		if c.Type == v1.DisruptionTarget {
+			t.Errorf("DisruptionTarget condition on a pod past its deadline: %+v", c)
+		}
+	}
+	m.RemovePod(pod.UID)
+	m.ForgetTerminal(func(types.UID) bool { return true })
+	if !m.IsTerminal(pod.UID) {
+		t.Error("terminal forgotten though the pod is still known")
+	}
+	m.ForgetTerminal(func(types.UID) bool { return false })
+	if _, ok := m.Get(pod.UID); ok || m.IsTerminal(pod.UID) {
+		t.Error("terminal status kept after ForgetTerminal found the pod gone")
 	}
 }

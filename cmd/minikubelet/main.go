@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -80,6 +81,7 @@ func run(args []string) int {
 	for _, w := range warnings {
 		klog.Warning(w)
 	}
+	setGCPercent(os.Getenv)
 	a, err := agent.New(cfg, agent.Deps{})
 	if err != nil {
 		printErr(err)
@@ -100,5 +102,20 @@ func run(args []string) int {
 func printErr(err error) {
 	for _, line := range strings.Split(err.Error(), "\n") {
 		fmt.Fprintf(os.Stderr, "minikubelet: %s\n", line)
+	}
+}
+
+// defaultGCPercent is the agent's GOGC unless the environment sets one. A
+// node agent's memory is taken from every node's pods, while its CPU is a
+// fraction of a percent of a core: collecting when the heap has grown a
+// quarter, not doubled, keeps some 5 MiB of RSS at 110 pods for about
+// 0.03 s of CPU a minute (make bench, evented; README's figures).
+const defaultGCPercent = 25
+
+// setGCPercent sets the garbage collector's target to defaultGCPercent
+// unless GOGC is set, which the Go runtime then honours as it is.
+func setGCPercent(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -75,5 +76,24 @@ func TestConfigFileMistakesAllAtOnce(t *testing.T) {
 		if prefix := "minikubelet: config file " + path + ": " + f + ": "; !strings.HasPrefix(lines[i], prefix) {
 			t.Errorf("line %d is %q, want it to start with %q", i, lines[i], prefix)
 		}
+	}
+}
+
+// The agent collects garbage at defaultGCPercent unless GOGC says
+// otherwise, which the runtime honours.
+func TestGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	setGCPercent(func(string) string { return "" })
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Errorf("GC percent without GOGC = %d, want %d", got, defaultGCPercent)
+	}
+	setGCPercent(func(k string) string {
+		if k == "GOGC" {
+			return "200"
+		}
+		return ""
+	})
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC set, setGCPercent changed the percent to %d; it must leave the runtime's", got)
 	}
 }

@@ -25,3 +25,16 @@ func IsUnimplemented(err error) bool {
 	}
 	return false
 }
+
+// RuntimeMessage is what the runtime said when a CRI call failed: the gRPC
+// status's message, as the kubelet reports it in a container's waiting
+// message (CreateContainerError, RunContainerError) and its Failed event,
+// without the "rpc error: code = ... desc = " of the error's text; the
+// error's text when it carries no gRPC status.
+func RuntimeMessage(err error) string {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return se.GRPCStatus().Message()
+	}
+	return err.Error()
+}

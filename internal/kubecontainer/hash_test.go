@@ -55,9 +55,6 @@ func TestHashContainer(t *testing.T) {
 		{"port", func(c *v1.Container) { c.Ports[0].ContainerPort = 8080 }},
 		{"host port", func(c *v1.Container) { c.Ports[0].HostPort = 8080 }},
 		{"pull policy", func(c *v1.Container) { c.ImagePullPolicy = v1.PullAlways }},
-		{"resources", func(c *v1.Container) {
-			c.Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")}
-		}},
 		{"tty", func(c *v1.Container) { c.TTY = true }},
 		{"stdin", func(c *v1.Container) { c.Stdin = true }},
 		{"termination message policy", func(c *v1.Container) {
@@ -81,6 +78,25 @@ func TestHashContainer(t *testing.T) {
 			tt.mutate(&c)
 			if got := HashContainer(&c); got == baseHash {
 				t.Errorf("hash unchanged (%s) after changing %s", got, tt.name)
+			}
+		})
+	}
+
+	// A resize is no spec change: it is made in place, or by a restart
+	// its resizePolicy asks for.
+	for name, mutate := range map[string]func(c *v1.Container){
+		"resources": func(c *v1.Container) {
+			c.Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")}
+		},
+		"resize policy": func(c *v1.Container) {
+			c.ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceCPU, RestartPolicy: v1.RestartContainer}}
+		},
+	} {
+		t.Run(name+" (unchanged)", func(t *testing.T) {
+			c := baseContainer()
+			mutate(&c)
+			if got := HashContainer(&c); got != baseHash {
+				t.Errorf("hash changed (%s -> %s) after changing %s", baseHash, got, name)
 			}
 		})
 	}
@@ -168,5 +184,35 @@ func TestHashSandboxPrivileged(t *testing.T) {
 	pod.Spec.Containers[0].SecurityContext.Privileged = &no
 	if HashSandbox(pod) != before {
 		t.Error("privileged: false changed the sandbox hash")
+	}
+}
+
+// A container made by an agent that hashed the whole container, resources
+// included, still matches its spec given the resources it was made with,
+// and no longer does once the rest of its spec changed.
+func TestMatchesSpecLegacyHash(t *testing.T) {
+	c := baseContainer()
+	c.Resources = v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")}}
+	legacy := hashJSON(&c)
+	created := c.Resources.DeepCopy()
+	if !MatchesSpec(HashContainer(&c), &c, nil) {
+		t.Error("HashContainer's own hash does not match")
+	}
+	if !MatchesSpec(legacy, &c, created) {
+		t.Error("the legacy hash does not match with the resources the container was made with")
+	}
+	if MatchesSpec(legacy, &c, nil) {
+		t.Error("the legacy hash matched without the resources the container was made with")
+	}
+	// Resized since: the legacy hash still matches with the old resources.
+	resized := c
+	resized.Resources = v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}
+	if !MatchesSpec(legacy, &resized, created) {
+		t.Error("a resize made the legacy hash stop matching")
+	}
+	edited := c
+	edited.Image = "nginx:2"
+	if MatchesSpec(legacy, &edited, created) || MatchesSpec(HashContainer(&c), &edited, created) {
+		t.Error("an edited image still matches")
 	}
 }

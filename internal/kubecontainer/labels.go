@@ -28,6 +28,10 @@ const (
 	AnnotationTerminationMessagePolicy = "io.kubernetes.container.terminationMessagePolicy"
 	AnnotationPodTerminationGrace      = "io.kubernetes.pod.terminationGracePeriod"
 	AnnotationSandboxHash              = "minikubelet.io/sandbox-hash"
+	// AnnotationSandboxQOS is the pod's QoS class when its sandbox was
+	// made: the sandbox's cgroup parent lives under the class's cgroup,
+	// so a static pod whose edit changes its class gets a new sandbox.
+	AnnotationSandboxQOS = "minikubelet.io/qos-class"
 )
 
 // AnnotationConfigSource is the pod annotation that names the source a
@@ -91,8 +95,10 @@ func IsSidecar(c *v1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
-// SpecOf returns the spec of pod's container called name, regular or init,
-// or nil when it has none.
+// SpecOf returns the spec of pod's container called name, regular, init or
+// ephemeral, or nil when it has none. An ephemeral container is returned
+// as the v1.Container its EphemeralContainerCommon converts to (the two
+// types have the same fields), pointing into pod: it must not be modified.
 func SpecOf(pod *v1.Pod, name string) *v1.Container {
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == name {
@@ -104,5 +110,17 @@ func SpecOf(pod *v1.Pod, name string) *v1.Container {
 			return &pod.Spec.InitContainers[i]
 		}
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		if ec := &pod.Spec.EphemeralContainers[i]; ec.Name == name {
+			return EphemeralSpec(ec)
+		}
+	}
 	return nil
+}
+
+// EphemeralSpec is ec as a v1.Container, sharing its memory: the API
+// defines EphemeralContainerCommon with the fields of Container, in the
+// same order, so that the conversion is free.
+func EphemeralSpec(ec *v1.EphemeralContainer) *v1.Container {
+	return (*v1.Container)(&ec.EphemeralContainerCommon)
 }

@@ -3,6 +3,7 @@ package kubecontainer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -51,6 +52,13 @@ type ContainerStatus struct {
 	PodTerminationGrace int64
 	// LogPath is the container's log file, as the runtime reports it.
 	LogPath string
+	// User is the identity the container's process runs with, as the
+	// runtime reports it (containerd 2.x); nil when it does not.
+	User *runtimeapi.ContainerUser
+	// Resources are the container's cpu and memory settings as the
+	// runtime reports them (CRI ContainerStatus.resources); nil when it
+	// does not.
+	Resources *runtimeapi.LinuxContainerResources
 }
 
 // FindContainer returns the newest status of the container called name, or
@@ -184,6 +192,23 @@ func InspectPod(ctx context.Context, rt Lister, listed Listed, prev *PodStatus) 
 	return st, nil
 }
 
+// Without returns a copy of s without the containers of the given IDs:
+// passed as RefreshPodStatus's prev, it has those containers' status asked
+// for again even though their state did not change (their resources did).
+func (s *PodStatus) Without(ids []string) *PodStatus {
+	if s == nil || len(ids) == 0 {
+		return s
+	}
+	out := *s
+	out.Containers = nil
+	for _, c := range s.Containers {
+		if !slices.Contains(ids, c.ID) {
+			out.Containers = append(out.Containers, c)
+		}
+	}
+	return &out
+}
+
 func (s *PodStatus) sandbox(id string) *runtimeapi.PodSandboxStatus {
 	if s == nil {
 		return nil
@@ -245,6 +270,8 @@ func FromCRIStatus(s *runtimeapi.ContainerStatus, sandboxID string) *ContainerSt
 
 		PodTerminationGrace: graceFromAnnotations(s.Annotations),
 		LogPath:             s.LogPath,
+		User:                s.User,
+		Resources:           s.GetResources().GetLinux(),
 	}
 }
 

@@ -38,6 +38,14 @@ type Metrics struct {
 	// collection, by reason ("space": the disk was over the high
 	// threshold), as the kubelet's image_garbage_collected_total.
 	ImageGarbageCollected *prometheus.CounterVec
+	// Evictions counts the pods evicted under node pressure or for their
+	// local storage limits, by eviction_signal (memory.available,
+	// emptydirfs.limit, ...), as the kubelet's kubelet_evictions.
+	Evictions *prometheus.CounterVec
+	// AdmissionRejections counts pods the node refused at admission, by
+	// the refusal's reason (OutOfpods, SysctlForbidden, ...), as the
+	// kubelet's kubelet_admission_rejections_total.
+	AdmissionRejections *prometheus.CounterVec
 }
 
 // PLEGState is what the PLEG metrics read at scrape time.
@@ -117,6 +125,14 @@ func New() *Metrics {
 			Name: "kubelet_image_garbage_collected_total",
 			Help: "Total number of images garbage collected by the kubelet, whether through disk usage (reason space: the image filesystem was over --image-gc-high-threshold) or image age.",
 		}, []string{"reason"}),
+		Evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubelet_evictions",
+			Help: "Cumulative number of pod evictions by eviction signal",
+		}, []string{"eviction_signal"}),
+		AdmissionRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubelet_admission_rejections_total",
+			Help: "Cumulative number of pod admission rejections by the node, by reason.",
+		}, []string{"reason"}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -127,6 +143,8 @@ func New() *Metrics {
 		m.ProbeTotal,
 		m.ProbeDuration,
 		m.ImageGarbageCollected,
+		m.Evictions,
+		m.AdmissionRejections,
 	)
 	m.registry.MustRegister(m.collectors()...)
 	return m

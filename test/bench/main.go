@@ -6,10 +6,18 @@
 // container running. Runs of (a) and (b) alternate so that drift of the
 // machine hits both alike. It prints medians, p90 and their ratio. Then
 // (each part can be skipped with its flag) it times manifest edits, the
-// agent's idle cost, one call of /stats/summary and of /metrics/cadvisor
-// with 100 running pods (stats.go), and the PLEG modes.
+// agent's idle cost, one call of /stats/summary, /metrics/cadvisor and
+// /metrics/resource with 100 running pods (stats.go), the PLEG modes, and
+// the time from a memory eviction threshold crossed to the pod killed
+// (evict.go). Last (-cluster), it starts the one-node cluster of
+// test/cluster once with minikubelet and once with the kubelet and
+// measures pods created in the API to Running and the node's apiserver
+// requests (nodeapi.go), then, through the apiserver with kubectl, exec
+// round trips, port-forward throughput and the agent's memory per open
+// exec stream (cluster.go).
 //
 //	go run ./test/bench -bed /var/cache/minikubelet/bed.json -bin bin/minikubelet -runs 15
+//	go run ./test/bench -standalone=false -cluster-exec-runs 10   # only the cluster part
 package main
 
 import (
@@ -29,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -54,16 +63,92 @@ func main() {
 	idleFor := flag.Duration("idle-for", 60*time.Second, "how long idle CPU time is measured")
 	profile := flag.String("probe-cpuprofile", "", "write a 30s CPU profile of the agent taken during the probe measurement to this file")
 	probePods := flag.Int("probe-pods", 100, "running pods, each with an exec liveness and an httpGet readiness probe every 10s, while the agent's CPU time is measured for a minute (0 skips)")
-	statsPods := flag.Int("stats-pods", 100, "running pods (bridge network) while /stats/summary and /metrics/cadvisor are timed (0 skips)")
+	statsPods := flag.Int("stats-pods", 100, "running pods (bridge network) while /stats/summary, /metrics/cadvisor and /metrics/resource are timed (0 skips)")
 	statsCalls := flag.Int("stats-calls", 10, "timed calls of each stats endpoint")
+	evictions := flag.Int("evictions", 5, "BestEffort pods allocating memory fast past a memory.available threshold, timed from the threshold crossed to the pod killed, with memory notifications on (0 skips)")
+	evictionsPolling := flag.Int("evictions-polling", 2, "the same with memory notifications off: the 10s monitoring period alone (0 skips)")
+	standalone := flag.Bool("standalone", true, "run the standalone part (every figure above); false runs only the cluster part")
+	clusterOn := flag.Bool("cluster", true, "run the cluster part, minikubelet and the kubelet side by side in the one-node cluster (needs -cluster-json): pods created in the API to Running and the node's apiserver requests; exec, port-forward and memory per exec stream through the apiserver")
+	binsPath := flag.String("cluster-json", "/var/cache/minikubelet/cluster.json", "cluster.json written by test/scripts/prepare-cluster.sh (make prepare-cluster)")
+	execRuns := flag.Int("cluster-exec-runs", 50, "timed runs of kubectl exec POD -- true per agent")
+	transferMiB := flag.Int("cluster-transfer-mib", 256, "MiB read through kubectl port-forward per transfer")
+	pfRuns := flag.Int("cluster-transfers", 3, "timed port-forward transfers per agent (the median is reported)")
+	streams := flag.Int("cluster-streams", 20, "concurrent streams of kubectl exec -i POD -- cat open while the agent's RSS is read")
+	rounds := flag.Int("cluster-rounds", 2, "clusters started per agent, the agents alternating; the samples of all rounds are pooled")
+	clusterProfiles := flag.String("cluster-profiles", "", "a directory for each agent's CPU profile over the transfers and heap profile with the streams open")
+	clusterLogs := flag.String("cluster-logs", "", "a directory for the cluster components' logs, per agent")
+	clusterStreaming := flag.Bool("cluster-streaming", true, "run the cluster part's streaming figures (exec, port-forward, memory per exec stream)")
+	clusterNode := flag.Bool("cluster-node", true, "run the cluster part's node figures: pods created in the API to Running, and the node's apiserver requests counted in the apiserver's audit log")
+	steadyPods := flag.Int("cluster-steady-pods", 3, "pods running while the node's requests per minute are counted (they stay for the rest of the round)")
+	steadyFor := flag.Duration("cluster-steady-for", 5*time.Minute, "how long the node's requests per minute are counted at steady state, per round")
+	seqPods := flag.Int("cluster-seq-pods", 20, "pods created one at a time (each waited for Running, deleted and waited for gone)")
+	batchPods := flag.Int("cluster-batch-pods", 50, "pods created at once, per round")
+	clusterTrace := flag.Bool("cluster-trace", false, "print when each pod of the node part was seen created and Running, to read beside the agents' logs (-cluster-logs)")
 	flag.Parse()
 	opts := options{runs: *runs, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegCounts: counts(*plegCounts), cpuFor: *cpuFor,
 		probePods: *probePods, probeProfile: *profile, statsPods: *statsPods, statsCalls: *statsCalls,
-		batches: counts(*batches), graceKills: *graceKills, jsonOut: *jsonOut, plotOut: *plotOut}
-	if err := run(*bedPath, *bin, *runtimeName, opts); err != nil {
+		batches: counts(*batches), graceKills: *graceKills, jsonOut: *jsonOut, plotOut: *plotOut, evictions: *evictions, evictionsPolling: *evictionsPolling}
+	copts := clusterOptions{binsPath: *binsPath, execRuns: *execRuns, transferMiB: *transferMiB, pfRuns: *pfRuns, streams: *streams, rounds: *rounds,
+		profileDir: *clusterProfiles, keepLogs: *clusterLogs, streaming: *clusterStreaming, nodeOn: *clusterNode,
+		node: nodeOptions{steadyPods: *steadyPods, steadyFor: *steadyFor, seqPods: *seqPods, batchPods: *batchPods, trace: *clusterTrace}}
+	if err := benchAll(*bedPath, *bin, *runtimeName, *standalone, *clusterOn, opts, copts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// benchAll runs the standalone part, then the cluster part, as asked, and
+// writes the report of what ran (also when a part failed).
+func benchAll(bedPath, bin, runtimeName string, standalone, clusterOn bool, o options, co clusterOptions) (err error) {
+	if clusterOn {
+		if err := checkCluster(co); err != nil {
+			return err
+		}
+	}
+	rep := &report{When: time.Now().UTC(), Machine: describeMachine()}
+	if st, err := os.Stat(bin); err == nil {
+		rep.BinaryBytes = st.Size()
+		fmt.Printf("agent binary: %s, %.1f MB\n", bin, float64(st.Size())/1e6)
+	}
+	defer func() {
+		if err := rep.write(o.jsonOut); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: report:", err)
+		}
+		if err := rep.plot(o.plotOut); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: plot:", err)
+		}
+		fmt.Printf("report: %s   plot: %s\n", o.jsonOut, o.plotOut)
+	}()
+	if standalone {
+		if err := run(bedPath, bin, runtimeName, o, rep); err != nil {
+			return err
+		}
+	}
+	if clusterOn {
+		return clusterBench(context.Background(), bedPath, bin, co, rep)
+	}
+	return nil
+}
+
+// checkCluster says what is missing for the cluster part, before anything
+// runs, and how to get it or skip the part.
+func checkCluster(co clusterOptions) error {
+	if _, err := os.Stat(co.binsPath); err != nil {
+		return fmt.Errorf("the cluster part needs the cluster cache: %w; build it with `make prepare-cluster` (test/scripts/prepare-cluster.sh), or skip the part with -cluster=false", err)
+	}
+	if co.nodeOn && (co.node.seqPods < 1 || co.node.batchPods < 1 || co.node.steadyFor <= 0 || co.node.steadyPods < 0) {
+		return fmt.Errorf("-cluster-seq-pods %d, -cluster-batch-pods %d, -cluster-steady-for %v, -cluster-steady-pods %d: the pod counts and the time must be at least 1 (steady pods may be 0)", co.node.seqPods, co.node.batchPods, co.node.steadyFor, co.node.steadyPods)
+	}
+	if !co.nodeOn && !co.streaming {
+		return fmt.Errorf("-cluster-node=false and -cluster-streaming=false leave nothing to the cluster part: skip it with -cluster=false")
+	}
+	if co.execRuns < 1 || co.pfRuns < 1 || co.transferMiB < 1 || co.streams < 1 || co.rounds < 1 {
+		return fmt.Errorf("-cluster-exec-runs %d, -cluster-transfers %d, -cluster-transfer-mib %d, -cluster-streams %d, -cluster-rounds %d: each must be at least 1", co.execRuns, co.pfRuns, co.transferMiB, co.streams, co.rounds)
+	}
+	if co.profileDir != "" {
+		return os.MkdirAll(co.profileDir, 0o755)
+	}
+	return nil
 }
 
 type options struct {
@@ -88,9 +173,12 @@ type options struct {
 	// times.
 	statsPods  int
 	statsCalls int
+	// evictions and evictionsPolling are the memory evictions timed with
+	// notifications on and off.
+	evictions, evictionsPolling int
 }
 
-func run(bedPath, bin, runtimeName string, o options) error {
+func run(bedPath, bin, runtimeName string, o options, rep *report) error {
 	runs, keepLog := o.runs, o.keepLog
 	bed, err := ctrdtest.LoadBed(bedPath)
 	if err != nil {
@@ -139,16 +227,7 @@ func run(bedPath, bin, runtimeName string, o options) error {
 		}()
 	}
 
-	rep := &report{When: time.Now().UTC(), Machine: describeMachine(), Runtime: rt.Name()}
-	defer func() {
-		if err := rep.write(o.jsonOut); err != nil {
-			fmt.Fprintln(os.Stderr, "bench: report:", err)
-		}
-		if err := rep.plot(o.plotOut); err != nil {
-			fmt.Fprintln(os.Stderr, "bench: plot:", err)
-		}
-		fmt.Printf("report: %s   plot: %s\n", o.jsonOut, o.plotOut)
-	}()
+	rep.Runtime = rt.Name()
 	var raw, agent []time.Duration
 	for i := 0; i <= runs; i++ { // run 0 warms caches and is not counted
 		r, err := rawStart(ctx, rt, busybox.Ref, base, i)
@@ -217,6 +296,8 @@ func run(bedPath, bin, runtimeName string, o options) error {
 		for _, r := range res {
 			fmt.Printf("  %-18s fresh: median %7.1f ms  p90 %7.1f ms  agent CPU %5.1f ms/call   snapshot: median %5.1f ms   %d KiB\n",
 				r.path, ms(median(r.fresh)), ms(pct(r.fresh, 0.9)), ms(r.cpu)/float64(len(r.fresh)), ms(median(r.cached)), r.bytes/1024)
+			rep.Stats = append(rep.Stats, statsEndpoint{Path: r.path, Pods: o.statsPods, Fresh: summarize(r.fresh),
+				CPUMsPerFreshCall: ms(r.cpu) / float64(len(r.fresh)), Cached: summarize(r.cached), Bytes: r.bytes})
 		}
 	}
 	if o.kills > 0 || len(o.plegCounts) > 0 {
@@ -226,6 +307,15 @@ func run(bedPath, bin, runtimeName string, o options) error {
 		a.stop()
 		if err := plegBench(ctx, bin, rt, busybox.Ref, base, o, rep); err != nil {
 			return fmt.Errorf("pleg: %w", err)
+		}
+	}
+	if o.evictions > 0 || o.evictionsPolling > 0 {
+		if err := a.drain(ctx, rt); err != nil {
+			return err
+		}
+		a.stop()
+		if err := evictBench(ctx, bin, rt, busybox.Ref, base, o.evictions, o.evictionsPolling, rep); err != nil {
+			return err
 		}
 	}
 	if o.probePods > 0 {
@@ -367,6 +457,8 @@ type agentProc struct {
 	// profile, if set, is where steadyCost saves a CPU profile.
 	profile string
 	node    string
+	// cgroupRoot is its --cgroup-root.
+	cgroupRoot string
 	// anon is the agent's anonymous resident memory (RssAnon: heap,
 	// stacks) at the end of the last steadyCost; RSS also counts the pages
 	// of its binary it has touched, which are shared and reclaimable.
@@ -375,7 +467,7 @@ type agentProc struct {
 
 func startAgent(bin string, rt *ctrdtest.Containerd, base, node string, extraArgs ...string) (*agentProc, error) {
 	base = filepath.Join(base, node)
-	a := &agentProc{manifest: filepath.Join(base, "manifests"), node: node}
+	a := &agentProc{manifest: filepath.Join(base, "manifests"), node: node, cgroupRoot: rt.CgroupParent() + "/" + node}
 	if err := os.MkdirAll(a.manifest, 0o755); err != nil {
 		return nil, err
 	}
@@ -391,6 +483,9 @@ func startAgent(bin string, rt *ctrdtest.Containerd, base, node string, extraArg
 	if err != nil {
 		return nil, err
 	}
+	if err := dropFromPageCache(bin); err != nil {
+		return nil, err
+	}
 	a.cmd = exec.Command(bin,
 		"--pod-manifest-path", a.manifest,
 		"--container-runtime-endpoint", rt.Endpoint(),
@@ -399,7 +494,10 @@ func startAgent(bin string, rt *ctrdtest.Containerd, base, node string, extraArg
 		"--hostname-override", a.node,
 		"--read-only-port", strconv.Itoa(a.port),
 		"--healthz-port", strconv.Itoa(healthz),
-		"--cgroup-root", rt.CgroupParent()+"/"+node)
+		"--cgroup-root", a.cgroupRoot,
+		// Not the system's socket: another agent (another bench part, or
+		// another bench) may serve it.
+		"--socket", filepath.Join(base, "mk.sock"))
 	a.cmd.Args = append(a.cmd.Args, extraArgs...)
 	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
 	if err := a.cmd.Start(); err != nil {
@@ -412,7 +510,9 @@ func startAgent(bin string, rt *ctrdtest.Containerd, base, node string, extraArg
 		}
 		if time.Now().After(deadline) {
 			a.stop()
-			return nil, fmt.Errorf("minikubelet did not serve /pods within 30s")
+			b, _ := os.ReadFile(filepath.Join(base, "minikubelet.log"))
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			return nil, fmt.Errorf("minikubelet did not serve /pods within 30s; its last lines:\n%s", strings.Join(lines[max(0, len(lines)-5):], "\n"))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -883,4 +983,22 @@ func (a *agentProc) killLatency(ctx context.Context, rt *ctrdtest.Containerd, im
 		}
 	}
 	return detect, replace, nil
+}
+
+// dropFromPageCache evicts the binary's pages from the page cache, so that
+// the agent reads it as after a reboot. How much of a binary's mapping is
+// resident depends on how its pages came into the cache: read ahead on
+// faults, they come in large folios that a fault maps whole; written by the
+// linker a moment ago, they do not. Without this, the agent's RSS measured
+// here depends on whether `make build` just ran.
+func dropFromPageCache(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return fmt.Errorf("drop %s from the page cache: %w", path, err)
+	}
+	return nil
 }

@@ -14,6 +14,9 @@ type report struct {
 	When    time.Time `json:"when"`
 	Machine machine   `json:"machine"`
 	Runtime string    `json:"runtime"`
+	// BinaryBytes is the size of the agent's binary: most of its RSS is
+	// the pages of it that the agent touches.
+	BinaryBytes int64 `json:"binaryBytes,omitempty"`
 	// PodStart: manifest write to running on /pods, against the raw CRI
 	// calls, in ms.
 	PodStart *latencyPair `json:"podStart,omitempty"`
@@ -31,6 +34,18 @@ type report struct {
 	GraceKill *latency `json:"graceKill,omitempty"`
 	// Probes: CPU with 100 probed pods.
 	Probes *steady `json:"probes,omitempty"`
+	// Eviction: memory.available crossed to the evicted pod's processes
+	// dead, by mode (notifications, polling).
+	Eviction []eviction `json:"eviction,omitempty"`
+	// Stats: the stats endpoints with running pods (stats.go).
+	Stats []statsEndpoint `json:"stats,omitempty"`
+	// Cluster: streaming through the apiserver, minikubelet and the
+	// kubelet side by side in the one-node cluster (cluster.go).
+	Cluster *clusterReport `json:"clusterStreaming,omitempty"`
+	// ClusterNode: pods created in the API to Running and the node's
+	// apiserver requests, minikubelet and the kubelet side by side in the
+	// same clusters (nodeapi.go).
+	ClusterNode *nodeReport `json:"clusterNode,omitempty"`
 }
 
 type machine struct {
@@ -70,10 +85,29 @@ type steady struct {
 	AnonMiB float64 `json:"rssAnonMiB"`
 }
 
+// statsEndpoint is one stats endpoint's cost: latency of reads made
+// afresh and served from the snapshot, and the agent's CPU per fresh read.
+type statsEndpoint struct {
+	Path              string  `json:"path"`
+	Pods              int     `json:"pods"`
+	Fresh             latency `json:"fresh"`
+	CPUMsPerFreshCall float64 `json:"agentCPUMsPerFreshCall"`
+	Cached            latency `json:"fromSnapshot"`
+	Bytes             int     `json:"bytes"`
+}
+
 type death struct {
 	Mode    string  `json:"mode"`
 	Detect  latency `json:"terminatedOnPods"`
 	Replace latency `json:"replacementRunning"`
+}
+
+type eviction struct {
+	Mode   string  `json:"mode"`
+	Killed latency `json:"thresholdCrossedToKilled"`
+	// OOMKilledFirst counts the runs in which the kernel's OOM killer
+	// killed the pod before it was evicted.
+	OOMKilledFirst int `json:"oomKilledFirst"`
 }
 
 func summarize(d []time.Duration) latency {

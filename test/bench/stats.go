@@ -20,7 +20,7 @@ type statsResult struct {
 }
 
 // statsCost runs n pods with their own network, then times calls to
-// /stats/summary and /metrics/cadvisor: calls fresh ones (each more than
+// /stats/summary, /metrics/cadvisor and /metrics/resource: calls fresh ones (each more than
 // the provider's one-second snapshot age after the last, so that every
 // cgroup and /proc/<pid>/net/dev is read again) and as many served from
 // the snapshot, and the agent's CPU time over the fresh ones.
@@ -66,7 +66,7 @@ func (a *agentProc) statsCost(image string, n, calls int) ([]statsResult, error)
 	}
 	time.Sleep(5 * time.Second) // let the start-up work drain
 	var out []statsResult
-	for _, path := range []string{"/stats/summary", "/metrics/cadvisor"} {
+	for _, path := range []string{"/stats/summary", "/metrics/cadvisor", "/metrics/resource"} {
 		r := statsResult{path: path}
 		var cpu time.Duration
 		for i := 0; i < calls; i++ {

@@ -126,15 +126,21 @@ func (c *Cluster) createDNSService(ctx context.Context, client kubernetes.Interf
 	return nil
 }
 
-// startAddons starts kube-proxy and CoreDNS as host processes and waits
-// until kube-proxy has synced its rules and CoreDNS has synced with the
-// apiserver. kube-proxy starts once the Node exists: it reads its IPs.
+// startAddons starts kube-proxy, CoreDNS and, if asked, metrics-server as
+// host processes and waits until kube-proxy has synced its rules, CoreDNS
+// has synced with the apiserver and the apiserver serves the metrics API.
+// kube-proxy starts once the Node exists: it reads its IPs.
 func (c *Cluster) startAddons(ctx context.Context) error {
 	if err := c.startProxy(); err != nil {
 		return err
 	}
 	if err := c.startCoreDNS(); err != nil {
 		return err
+	}
+	if c.opts.MetricsServer {
+		if err := c.startMetricsServer(); err != nil {
+			return err
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, addonsTimeout)
 	defer cancel()
@@ -152,6 +158,9 @@ func (c *Cluster) startAddons(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+	}
+	if c.opts.MetricsServer {
+		return c.waitMetricsAPI(wctx)
 	}
 	return nil
 }

@@ -27,6 +27,11 @@ type Bins struct {
 	// CoreDNS is the cluster's DNS server, run as a host process.
 	CoreDNS        string `json:"coredns"`
 	CoreDNSVersion string `json:"corednsVersion"`
+	// MetricsServer is metrics-server (kubectl top's aggregated API), run
+	// as a host process when Options.MetricsServer asks. Optional here: a
+	// cluster that wants it checks it.
+	MetricsServer        string `json:"metricsServer,omitempty"`
+	MetricsServerVersion string `json:"metricsServerVersion,omitempty"`
 	// E2ETest is Kubernetes' e2e suite (go test -c k8s.io/kubernetes/test/e2e),
 	// Ginkgo the ginkgo CLI of the same build, which runs it in parallel.
 	E2ETest string `json:"e2eTest"`
@@ -69,6 +74,11 @@ func (b *Bins) validate() error {
 			errs = append(errs, fmt.Errorf("field %s: %w", field, err))
 		}
 	}
+	if b.MetricsServer != "" {
+		if _, err := os.Stat(b.MetricsServer); err != nil {
+			errs = append(errs, fmt.Errorf("field metricsServer: %w", err))
+		}
+	}
 	if b.KubeVersion == "" {
 		errs = append(errs, errors.New("field kubeVersion is empty"))
 	}
@@ -104,12 +114,32 @@ const (
 	EnvClusterTests = "MINIKUBELET_CLUSTER_TESTS"
 )
 
+// EnvKubemark names kubemark's binary (default
+// $MINIKUBELET_CACHE/kubemark-<kubeVersion>/bin/kubemark, which
+// test/scripts/prepare-cluster.sh scale builds; cluster.json does not name
+// it).
+const EnvKubemark = "MINIKUBELET_KUBEMARK"
+
+// Kubemark is the path of kubemark's binary of KubeVersion, as EnvKubemark
+// says. It may not exist: prepare-cluster.sh builds it only for make scale.
+func (b *Bins) Kubemark() string {
+	if p := os.Getenv(EnvKubemark); p != "" {
+		return p
+	}
+	return filepath.Join(cacheDir(), "kubemark-"+b.KubeVersion, "bin", "kubemark")
+}
+
+// cacheDir is $MINIKUBELET_CACHE, by default /var/cache/minikubelet.
+func cacheDir() string {
+	if cache := os.Getenv(EnvCache); cache != "" {
+		return cache
+	}
+	return "/var/cache/minikubelet"
+}
+
 // Load reads bed.json and cluster.json from where the environment says.
 func Load() (*ctrdtest.Bed, *Bins, error) {
-	cache := os.Getenv(EnvCache)
-	if cache == "" {
-		cache = "/var/cache/minikubelet"
-	}
+	cache := cacheDir()
 	bedPath, binsPath := os.Getenv(EnvBed), os.Getenv(EnvBins)
 	if bedPath == "" {
 		bedPath = filepath.Join(cache, "bed.json")

@@ -27,6 +27,9 @@ const (
 	Minikubelet Agent = "minikubelet"
 	// Kubelet is the real kubelet of Bins.KubeVersion.
 	Kubelet Agent = "kubelet"
+	// NoAgent runs the control plane alone: no containerd, node, kube-proxy
+	// or CoreDNS. Nodes join later as hollow nodes (StartHollow).
+	NoAgent Agent = "none"
 )
 
 // Fixed addresses of every test cluster (one runs per host at a time).
@@ -75,10 +78,33 @@ type Options struct {
 	HostIP net.IP
 	// NodeListsObjects binds a ClusterRole that lets system:nodes list and
 	// watch configMaps and secrets in every namespace, which the Node
-	// authorizer denies a production node. minikubelet's per-namespace
-	// informers need it today; it is off unless a run asks, to see what
-	// fails behind that.
+	// authorizer denies a production node. Neither agent needs it (both
+	// watch each object their pods refer to on its own); it is off unless
+	// a run asks, to compare runs with and without it.
 	NodeListsObjects bool
+	// MetricsServer runs metrics-server (Bins.MetricsServer) as a host
+	// process behind the metrics.k8s.io APIService, scraping the node's
+	// kubelet port, so that kubectl top works. Start then also waits for
+	// the API to be available (not for the first figures). Off unless a
+	// test asks: it costs a process and its scrapes.
+	MetricsServer bool
+	// Bootstrap joins the node with a bootstrap token instead of a client
+	// certificate, on a fresh root dir: Start makes the token (its
+	// Secret in kube-system; kubeadm's bindings let it request a node
+	// client certificate, approved automatically) and a kubeconfig with
+	// it, and starts the agent with that as --bootstrap-kubeconfig and a
+	// --kubeconfig that does not exist yet, which the agent writes.
+	Bootstrap bool
+	// ClusterSigningDuration is the controller-manager's
+	// --cluster-signing-duration, the lifetime of the certificates its
+	// signer issues (the nodes'); its default, a year, when zero.
+	ClusterSigningDuration time.Duration
+	// AuditNode has kube-apiserver log every request of the node's user
+	// (system:node:<name>), and no other, to an audit log (AuditLog), so
+	// that the node's requests can be counted exactly between two marks
+	// (AuditMark, NodeRequests): for the bench's comparison with the
+	// kubelet. Off unless a run asks.
+	AuditNode bool
 	// LogDir, if set, receives a copy of every component's log when the
 	// cluster stops.
 	LogDir string
@@ -111,10 +137,18 @@ type Cluster struct {
 	ctr     *ctrdtest.Containerd
 	timings Timings
 
-	etcd, api, kcm, sched, proxy, dns, agent *proc
+	etcd, api, kcm, sched, proxy, dns, agent, metrics *proc
+
+	// hollow are the hollow node sets StartHollow started, which Stop
+	// stops first. Guarded by hollowMu.
+	hollowMu sync.Mutex
+	hollow   []*Hollow
 
 	stopOnce sync.Once
 	stopErr  error
+
+	// bootstrapToken is the node's bootstrap token (Options.Bootstrap).
+	bootstrapToken string
 }
 
 // files are the paths Start writes.
@@ -126,12 +160,19 @@ type files struct {
 	kubeletClientKey, nodeCert, nodeKey         string
 	saKey, saPub                                string
 	proxyConfig, corefile, kubeletConfig, state string
+	// The node's bootstrap kubeconfig (Options.Bootstrap).
+	bootstrapKubeconfig string
+	// The aggregation layer: the front proxy's CA and the apiserver's
+	// client certificate towards aggregated APIs; metrics-server's
+	// kubeconfig and serving certificate.
+	frontProxyCA, frontProxyCert, frontProxyKey string
+	metricsKubeconfig, metricsCert, metricsKey  string
 }
 
 // ports are the TCP ports the components listen on.
 type ports struct {
 	api, etcd, etcdPeer, dns, dnsReady, proxyHealthz, proxyMetrics int
-	agentHealthz, agentReadOnly, kubelet                           int
+	agentHealthz, agentReadOnly, kubelet, metrics                  int
 }
 
 // Start brings up the cluster and returns once the Node is Ready, kube-proxy
@@ -184,6 +225,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	c.timings.ControlPlane = time.Since(t0)
 	c.logf("control plane up in %v", c.timings.ControlPlane.Round(time.Millisecond))
+	if opts.Agent == NoAgent {
+		c.timings.Total = time.Since(t0)
+		return c, c.waitDefaultServiceAccount(ctx)
+	}
 	t1 := time.Now()
 	if err := c.startContainerd(ctx); err != nil {
 		return nil, err
@@ -215,9 +260,12 @@ func (o *Options) complete() error {
 		if o.AgentBinary == "" {
 			errs = append(errs, errors.New("cluster: Options.AgentBinary is required to run minikubelet"))
 		}
-	case Kubelet:
+	case Kubelet, NoAgent:
 	default:
-		errs = append(errs, fmt.Errorf("cluster: Options.Agent %q: want %q or %q", o.Agent, Minikubelet, Kubelet))
+		errs = append(errs, fmt.Errorf("cluster: Options.Agent %q: want %q, %q or %q", o.Agent, Minikubelet, Kubelet, NoAgent))
+	}
+	if o.MetricsServer && o.Bins != nil && o.Bins.MetricsServer == "" {
+		errs = append(errs, errors.New("cluster: Options.MetricsServer: cluster.json names no metricsServer (run test/scripts/prepare-cluster.sh again)"))
 	}
 	if o.HostIP != nil && (o.HostIP.To4() == nil || o.HostIP.IsLoopback()) {
 		errs = append(errs, fmt.Errorf("cluster: Options.HostIP %v: want a non-loopback IPv4 address (pods reach the apiserver through it)", o.HostIP))
@@ -241,8 +289,9 @@ func (c *Cluster) logf(format string, args ...any) {
 func (c *Cluster) Kubeconfig() string { return c.files.adminKubeconfig }
 
 // NodeKubeconfig is the path of the node's kubeconfig: a client
-// certificate for system:node:<name> in system:nodes.
-func (c *Cluster) NodeKubeconfig() string { return c.files.nodeKubeconfig }
+// certificate for system:node:<name> in system:nodes (with
+// Options.Bootstrap, the one the agent wrote once it got it).
+func (c *Cluster) NodeKubeconfig() string { return c.agentKubeconfig() }
 
 // Kubectl is the path of kubectl, of the same version as the apiserver.
 func (c *Cluster) Kubectl() string { return c.opts.Bed.Kubectl }
@@ -263,6 +312,26 @@ func (c *Cluster) CA() *CA { return c.ca }
 
 // Dir is the cluster's directory (certificates, configs, logs).
 func (c *Cluster) Dir() string { return c.dir }
+
+// APIServerPID and EtcdPID are the processes' IDs, for measuring them
+// from outside (CPU time and RSS in /proc); 0 once they exited.
+func (c *Cluster) APIServerPID() int { return c.api.pid() }
+
+// EtcdPID: see APIServerPID.
+func (c *Cluster) EtcdPID() int { return c.etcd.pid() }
+
+// ControlPlaneError is nil while etcd, the apiserver, the
+// controller-manager and the scheduler run; else it names the first that
+// exited, with the end of its log (a controller-manager or scheduler that
+// loses its leader lease exits).
+func (c *Cluster) ControlPlaneError() error {
+	for _, p := range []*proc{c.etcd, c.api, c.kcm, c.sched} {
+		if p != nil && !p.running() {
+			return p.errExited()
+		}
+	}
+	return nil
+}
 
 // AgentLog is the path of the node agent's log.
 func (c *Cluster) AgentLog() string { return filepath.Join(c.dir, "agent.log") }

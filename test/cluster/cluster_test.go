@@ -18,9 +18,21 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// startForTest starts a cluster with minikubelet ($MINIKUBELET_BIN) under
-// $MINIKUBELET_BED_BASE and stops it when the test ends.
-func startForTest(t *testing.T) *Cluster {
+// envTestAgent=kubelet runs a cluster test against the real kubelet
+// instead of minikubelet, to check the test itself (by hand: CI runs
+// minikubelet only).
+const envTestAgent = "MINIKUBELET_CLUSTER_AGENT"
+
+// withAgentArgs asks startForTest to add args to the agent's flags.
+func withAgentArgs(args ...string) func(*Options) {
+	return func(o *Options) { o.AgentArgs = append(o.AgentArgs, args...) }
+}
+
+// startForTest starts a cluster with minikubelet ($MINIKUBELET_BIN; the
+// kubelet with $MINIKUBELET_CLUSTER_AGENT=kubelet) under
+// $MINIKUBELET_BED_BASE, with the options opts set, and stops it when the
+// test ends.
+func startForTest(t *testing.T, opts ...func(*Options)) *Cluster {
 	t.Helper()
 	if os.Getenv(EnvClusterTests) != "on" {
 		t.Skipf("starts a whole cluster: runs with %s=on (test/scripts/test.sh does, on its own)", EnvClusterTests)
@@ -29,13 +41,21 @@ func startForTest(t *testing.T) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	agent := Agent(os.Getenv(envTestAgent))
+	if agent == "" {
+		agent = Minikubelet
+	}
 	bin, base := os.Getenv("MINIKUBELET_BIN"), os.Getenv("MINIKUBELET_BED_BASE")
-	if bin == "" || base == "" {
+	if (bin == "" && agent == Minikubelet) || base == "" {
 		t.Fatal("MINIKUBELET_BIN and MINIKUBELET_BED_BASE must be set")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := Start(ctx, Options{Bed: bed, Bins: bins, Dir: base, Agent: Minikubelet, AgentBinary: bin, Logf: t.Logf})
+	o := Options{Bed: bed, Bins: bins, Dir: base, Agent: agent, AgentBinary: bin, Logf: t.Logf}
+	for _, set := range opts {
+		set(&o)
+	}
+	c, err := Start(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,13 +71,17 @@ func startForTest(t *testing.T) *Cluster {
 }
 
 // The cluster's plumbing as pods see it: the kubernetes Service's
-// endpoints are the apiserver on the host IP, and a pod on the node
-// resolves the Service's name through CoreDNS (the kube-dns Service) and
-// connects through kube-proxy's rules. The node's credentials are a
+// endpoints are the apiserver on the host IP, and a pod on the node gets
+// the cluster's resolv.conf (nameserver, search path, ndots:5), the
+// managed /etc/hosts and the Service env vars (KUBERNETES_SERVICE_HOST,
+// and its namespace's Services'), resolves the Service's name through
+// CoreDNS (the kube-dns Service) and connects through kube-proxy's rules. The node's credentials are a
 // node's: system:node:<name> in system:nodes, which the Node authorizer
-// keeps from listing secrets.
+// keeps from listing secrets; with them, pods use configMaps, secrets and
+// service-account tokens (the NodeObjects subtest, which shares this
+// cluster to spare CI a cluster start).
 func TestClusterServicesAndDNS(t *testing.T) {
-	c := startForTest(t)
+	c := startForTest(t, withAgentArgs("--sync-frequency", objectsSyncFrequency.String()))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	client, err := c.Client()
@@ -81,11 +105,31 @@ func TestClusterServicesAndDNS(t *testing.T) {
 		t.Errorf("kubernetes Service endpoints %v, want [%s]", got, want)
 	}
 
-	// The pod asks CoreDNS itself (minikubelet does not write a cluster
-	// nameserver into pods yet) and connects to the Service IP it got.
-	script := fmt.Sprintf(`out=$(nslookup kubernetes.default.svc.%s %s 2>&1) || { echo "$out"; exit 1; }
-echo "$out" | grep -q "Address.*%s$" || { echo "no %s in: $out"; exit 2; }
-exec /agnhost connect %s:443 --timeout 10s`, DNSDomain, DNSServiceIP, APIServiceIP, APIServiceIP, APIServiceIP)
+	// A Service of the pod's namespace, whose env vars the pod must see.
+	svc, err := client.CoreV1().Services("default").Create(ctx, &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "env-links"},
+		Spec:       v1.ServiceSpec{Ports: []v1.ServicePort{{Name: "http", Port: 8080}}, Selector: map[string]string{"app": "none"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.CoreV1().Services("default").Delete(context.Background(), svc.Name, metav1.DeleteOptions{})
+	})
+	// The pod's resolv.conf is the cluster's (the agent's --cluster-dns
+	// and --cluster-domain): it resolves the kubernetes Service's name
+	// through CoreDNS with no server named, and connects to the Service
+	// IP that its env vars give.
+	script := fmt.Sprintf(`fail() { echo "$*"; cat /etc/resolv.conf; env | sort; exit 1; }
+grep -qx "nameserver %[2]s" /etc/resolv.conf || fail "no cluster nameserver"
+grep -q "^search default.svc.%[1]s svc.%[1]s %[1]s" /etc/resolv.conf || fail "no cluster search path"
+grep -qx "options ndots:5" /etc/resolv.conf || fail "no ndots:5"
+out=$(nslookup kubernetes.default.svc.%[1]s 2>&1) || fail "$out"
+echo "$out" | grep -q "Address.*%[3]s$" || fail "no %[3]s in: $out"
+[ "$KUBERNETES_SERVICE_HOST" = %[3]s ] && [ "$KUBERNETES_SERVICE_PORT" = 443 ] || fail "KUBERNETES_SERVICE_HOST:PORT $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"
+[ "$ENV_LINKS_SERVICE_HOST" = %[4]s ] && [ "$ENV_LINKS_SERVICE_PORT_HTTP" = 8080 ] && [ "$ENV_LINKS_PORT_8080_TCP" = tcp://%[4]s:8080 ] || fail "no env-links Service vars"
+grep -q "	dns-and-service$" /etc/hosts || fail "no managed /etc/hosts: $(cat /etc/hosts)"
+exec /agnhost connect "$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT" --timeout 10s`, DNSDomain, DNSServiceIP, APIServiceIP, svc.Spec.ClusterIP)
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "dns-and-service", Namespace: "default"},
 		Spec: v1.PodSpec{
@@ -145,4 +189,5 @@ exec /agnhost connect %s:443 --timeout 10s`, DNSDomain, DNSServiceIP, APIService
 	if _, err := node.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the node listed secrets (err %v): Node authorization is off", err)
 	}
+	t.Run("NodeObjects", func(t *testing.T) { testNodeObjects(ctx, t, c, client) })
 }

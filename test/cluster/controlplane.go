@@ -38,6 +38,16 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if err := c.createAddonObjects(ctx, client); err != nil {
 		return err
 	}
+	if c.opts.Bootstrap {
+		if err := c.createBootstrapToken(ctx, client); err != nil {
+			return err
+		}
+	}
+	if c.opts.MetricsServer {
+		if err := c.createMetricsServerObjects(ctx, client); err != nil {
+			return err
+		}
+	}
 	if err := c.startControllers(); err != nil {
 		return err
 	}
@@ -79,12 +89,22 @@ func (c *Cluster) startEtcd() error {
 // (kubeadm's flags): Node and RBAC authorization, NodeRestriction,
 // client certificates of the cluster CA, bootstrap tokens, signed
 // service-account tokens, and its own client certificate towards kubelets,
-// whose serving certificates it checks against the cluster CA. It listens
-// on, and advertises, the host IP (the kubernetes Service's endpoint).
+// whose serving certificates it checks against the cluster CA. The
+// aggregation layer is on as kubeadm sets it up (request headers from the
+// front proxy's CA, the front-proxy-client certificate towards aggregated
+// APIs), and routes to an APIService's endpoints rather than its
+// ClusterIP: an aggregated API here (metrics-server) is a host process
+// behind a Service without selector, and the apiserver, itself a host
+// process, then does not depend on kube-proxy's rules for the host's own
+// traffic. It listens on, and advertises, the host IP (the kubernetes
+// Service's endpoint).
 func (c *Cluster) startAPIServer(ctx context.Context) error {
 	f := &c.files
-	var err error
-	c.api, err = launch("kube-apiserver", c.opts.Bed.KubeAPIServer, c.logPath("kube-apiserver"), nil,
+	audit, err := c.auditArgs()
+	if err != nil {
+		return err
+	}
+	c.api, err = launch("kube-apiserver", c.opts.Bed.KubeAPIServer, c.logPath("kube-apiserver"), nil, append(audit,
 		"--etcd-servers", "http://127.0.0.1:"+strconv.Itoa(c.ports.etcd),
 		"--advertise-address", c.hostIP.String(), "--bind-address", c.hostIP.String(),
 		"--secure-port", strconv.Itoa(c.ports.api),
@@ -100,11 +120,19 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		"--service-account-signing-key-file", f.saKey,
 		"--service-account-issuer", serviceAccountIss,
 		"--service-cluster-ip-range", ServiceCIDR,
+		"--requestheader-client-ca-file", f.frontProxyCA,
+		"--requestheader-allowed-names", frontProxyUser,
+		"--requestheader-username-headers", "X-Remote-User",
+		"--requestheader-uid-headers", "X-Remote-Uid",
+		"--requestheader-group-headers", "X-Remote-Group",
+		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
+		"--proxy-client-cert-file", f.frontProxyCert, "--proxy-client-key-file", f.frontProxyKey,
+		"--enable-aggregator-routing=true",
 		"--allow-privileged",
 		"--profiling=false",
 		"--cert-dir", filepath.Join(c.dir, "apiserver-certs"),
 		"-v", "1",
-	)
+	)...)
 	if err != nil {
 		return err
 	}
@@ -121,14 +149,26 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 	}, c.api, c.etcd)
 }
 
+// leaderElection are the leader election flags of the controller-manager
+// and the scheduler. Each is the only candidate, and one that fails to
+// renew its lease within the deadline exits: with the defaults (15s lease,
+// 10s deadline) an apiserver slowed down by a hundred nodes registering at
+// once (make scale) or a busy host cost the cluster its controllers, and a
+// node's not-ready taint then stays for good. A minute of slack keeps them.
+var leaderElection = []string{"--leader-elect-lease-duration", "90s", "--leader-elect-renew-deadline", "60s", "--leader-elect-retry-period", "5s"}
+
 // startControllers starts kube-controller-manager (every controller, the
 // CSR signer with the cluster CA, service-account credentials per
 // controller, as kubeadm) and kube-scheduler. Neither serves HTTPS: the
 // harness watches their leader leases instead.
 func (c *Cluster) startControllers() error {
 	f := &c.files
+	var signing []string
+	if c.opts.ClusterSigningDuration != 0 {
+		signing = []string{"--cluster-signing-duration", c.opts.ClusterSigningDuration.String()}
+	}
 	var err error
-	c.kcm, err = launch("kube-controller-manager", c.opts.Bins.ControllerManager, c.logPath("kube-controller-manager"), nil,
+	c.kcm, err = launch("kube-controller-manager", c.opts.Bins.ControllerManager, c.logPath("kube-controller-manager"), nil, append(append(signing,
 		"--kubeconfig", f.kcmKubeconfig,
 		"--secure-port", "0",
 		"--controllers", "*,bootstrapsigner,tokencleaner",
@@ -141,16 +181,16 @@ func (c *Cluster) startControllers() error {
 		"--cluster-name", clusterName,
 		"--profiling=false",
 		"-v", "1",
-	)
+	), leaderElection...)...)
 	if err != nil {
 		return err
 	}
-	c.sched, err = launch("kube-scheduler", c.opts.Bins.Scheduler, c.logPath("kube-scheduler"), nil,
+	c.sched, err = launch("kube-scheduler", c.opts.Bins.Scheduler, c.logPath("kube-scheduler"), nil, append([]string{
 		"--kubeconfig", f.schedKubeconfig,
 		"--secure-port", "0",
 		"--profiling=false",
 		"-v", "1",
-	)
+	}, leaderElection...)...)
 	return err
 }
 

@@ -3,7 +3,10 @@
 // kube-scheduler configured as a production cluster is (Node and RBAC
 // authorization, NodeRestriction, client certificates of one cluster CA,
 // signed service-account tokens, the CSR signer and approver), kube-proxy
-// in iptables mode and CoreDNS as host processes, and one node: a private
+// in iptables mode and CoreDNS as host processes (and, with
+// Options.MetricsServer, metrics-server behind the metrics.k8s.io
+// APIService, through the aggregation layer as kubeadm sets it up, so that
+// kubectl top works), and one node: a private
 // containerd (test/ctrdtest) with either minikubelet or the real kubelet of
 // the same version, joined with a client certificate for
 // system:node:<name> in system:nodes.
@@ -11,7 +14,8 @@
 // Data enters through bed.json (ctrdtest.LoadBed: containerd,
 // kube-apiserver, kubectl, etcd, the base images) and cluster.json
 // (LoadBins, written by test/scripts/prepare-cluster.sh: the other
-// components, CoreDNS, e2e.test, ginkgo and the e2e image stand-ins). Start
+// components, CoreDNS, metrics-server, e2e.test, ginkgo and the e2e image
+// stand-ins). Start
 // picks the host's primary IPv4 address (Options.HostIP), which the
 // apiserver advertises and CoreDNS listens on, so that pods reach both
 // through the kubernetes and kube-dns Services. It leaves through the
@@ -24,6 +28,16 @@
 //	                       components' logs, etcd's data, cluster-state.json
 //	containerd-2.1-XXXX/   the node's containerd (ctrdtest), with node/ for
 //	                       the agent's root, manifest and pod log dirs
+//
+// With Options.Agent NoAgent, Start runs the control plane alone, and
+// nodes join as hollow nodes (hollow.go, StartHollow), as Kubernetes'
+// kubemark simulates them: minikubelet's real binary and apiserver code
+// paths against an in-memory CRI runtime of its own (test/scale/fakecri),
+// with pod cgroups and block I/O accounting off, or kubemark's hollow
+// kubelet, in a mount namespace whose /tmp is its node's directory. Each
+// gets a client certificate for system:node:<name>; their directories
+// live in the cluster's, so that Stop and Cleanup remove them. make scale
+// (test/scale) runs a hundred of each.
 //
 // One cluster runs per host at a time (a flock on
 // /run/lock/minikubelet-cluster.lock): kube-proxy owns the host's KUBE-*

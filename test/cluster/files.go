@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // writeFiles picks the ports and writes the certificates, keys and
@@ -18,12 +20,15 @@ func (c *Cluster) writeFiles() error {
 	if err := os.MkdirAll(pki, 0o700); err != nil {
 		return fmt.Errorf("pki dir: %w", err)
 	}
-	ca, err := newCA(pki)
+	ca, err := newCA(pki, "ca", "minikubelet-test-cluster-ca")
 	if err != nil {
 		return err
 	}
 	c.ca = ca
 	f := &c.files
+	if err := c.writeAggregationFiles(pki); err != nil {
+		return err
+	}
 	f.state = filepath.Join(c.dir, stateFile)
 	if f.saKey, f.saPub, err = writeServiceAccountKeys(pki); err != nil {
 		return err
@@ -60,6 +65,7 @@ func (c *Cluster) writeFiles() error {
 		{"kube-proxy", "system:kube-proxy", "", &f.proxyKubeconfig},
 		{"coredns", corednsUser, "", &f.dnsKubeconfig},
 		{"node", "system:node:" + c.nodeName, "system:nodes", &f.nodeKubeconfig},
+		{"metrics-server", metricsServerUser, "", &f.metricsKubeconfig},
 	}
 	for _, cl := range clients {
 		spec := certSpec{cn: cl.cn, client: true}
@@ -78,6 +84,29 @@ func (c *Cluster) writeFiles() error {
 	return nil
 }
 
+// writeAggregationFiles writes what the aggregation layer needs, as
+// kubeadm makes it: a CA of its own for the front proxy (so that no other
+// certificate of the cluster CA can pose as the apiserver towards an
+// aggregated API), the apiserver's front-proxy-client certificate, and
+// metrics-server's serving certificate for its Service's name, signed by
+// the cluster CA that the APIService's caBundle names.
+func (c *Cluster) writeAggregationFiles(pki string) error {
+	f := &c.files
+	fp, err := newCA(pki, "front-proxy-ca", "front-proxy-ca")
+	if err != nil {
+		return err
+	}
+	f.frontProxyCA = fp.CertFile
+	if f.frontProxyCert, f.frontProxyKey, err = fp.issue(pki, "front-proxy-client", certSpec{cn: frontProxyUser, client: true}); err != nil {
+		return err
+	}
+	svc := metricsServerName + "." + metav1.NamespaceSystem + ".svc"
+	f.metricsCert, f.metricsKey, err = c.ca.issue(pki, "metrics-server-serving", certSpec{
+		cn: svc, server: true, ips: []net.IP{c.hostIP}, dns: []string{svc, svc + "." + DNSDomain},
+	})
+	return err
+}
+
 // pickPorts chooses free ports: the apiserver's and CoreDNS's on the host
 // IP, the rest on loopback; the node's kubelet port is KubeletPort.
 func (c *Cluster) pickPorts() error {
@@ -88,7 +117,7 @@ func (c *Cluster) pickPorts() error {
 		port *int
 		ip   net.IP
 	}{
-		{&p.api, c.hostIP},
+		{&p.api, c.hostIP}, {&p.metrics, c.hostIP},
 		{&p.etcd, lo}, {&p.etcdPeer, lo}, {&p.dnsReady, lo},
 		{&p.proxyHealthz, lo}, {&p.proxyMetrics, lo}, {&p.agentHealthz, lo}, {&p.agentReadOnly, lo},
 	} {
@@ -113,6 +142,13 @@ func (c *Cluster) pickPorts() error {
 
 // writeKubeconfig writes a kubeconfig for a client certificate.
 func (c *Cluster) writeKubeconfig(path, cert, key string) error {
+	return c.writeKubeconfigFor(path, fmt.Sprintf("client-certificate: %s\n    client-key: %s", cert, key))
+}
+
+// writeKubeconfigFor writes a kubeconfig of the apiserver whose user has
+// the credentials user, YAML lines indented by four spaces after the
+// first.
+func (c *Cluster) writeKubeconfigFor(path, user string) error {
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
@@ -123,13 +159,12 @@ clusters:
 users:
 - name: user
   user:
-    client-certificate: %s
-    client-key: %s
+    %s
 contexts:
 - name: test
   context: {cluster: test, user: user}
 current-context: test
-`, c.APIServerURL(), c.ca.CertFile, cert, key)
+`, c.APIServerURL(), c.ca.CertFile, user)
 	return writeFile(path, []byte(cfg))
 }
 

@@ -199,10 +199,11 @@ func next(t *testing.T, ch <-chan string, stop func() string, timeout time.Durat
 // authorization as a production cluster has them): logs with their
 // options, exec, attach, port-forward and cp (kubectl's WebSocket, which
 // the apiserver translates, and SPDY end to end for exec and
-// port-forward); and the kubelet port refusing an unauthorized user (403)
-// and anonymous requests (401).
+// port-forward); kubectl top pod and node through metrics-server; and the
+// kubelet port refusing an unauthorized user (403) and anonymous requests
+// (401).
 func TestKubectlThroughKubeletPort(t *testing.T) {
-	c := startForTest(t)
+	c := startForTest(t, withMetricsServer)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	client, err := c.Client()
@@ -210,8 +211,10 @@ func TestKubectlThroughKubeletPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := kubectl{bin: c.Kubectl(), kubeconfig: c.Kubeconfig()}
-	target, server := kubectlTarget(), kubectlServer()
-	for _, p := range []*v1.Pod{target, server} {
+	// The busy pod runs from the start, so that metrics-server has its
+	// figures by the time the Top subtest asks.
+	target, server, busy := kubectlTarget(), kubectlServer(), kubectlBusy()
+	for _, p := range []*v1.Pod{target, server, busy} {
 		if _, err := client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -258,6 +261,10 @@ func TestKubectlThroughKubeletPort(t *testing.T) {
 	spdy.env = spdyOnly
 	t.Run("ExecSPDY", func(t *testing.T) { testExec(ctx, t, spdy, target.Name) })
 	t.Run("PortForwardSPDY", func(t *testing.T) { testPortForward(ctx, t, spdy, server.Name) })
+	t.Run("Top", func(t *testing.T) {
+		waitPod(ctx, t, client, c, busy.Name, func(p *v1.Pod) bool { return running(p, "busy") })
+		testTop(ctx, t, c, client, k, busy.Name)
+	})
 }
 
 // waitPod waits until ok says yes to the pod.

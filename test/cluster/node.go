@@ -93,6 +93,18 @@ func (c *Cluster) startNode(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return c.waitDefaultServiceAccount(wctx)
+}
+
+// waitDefaultServiceAccount waits until the controller-manager made the
+// default namespace's ServiceAccount, which pods need.
+func (c *Cluster) waitDefaultServiceAccount(ctx context.Context) error {
+	client, err := c.Client()
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, nodeReadyTimeout)
+	defer cancel()
 	return poll(wctx, "wait for the default ServiceAccount", nodePoll, func(ctx context.Context) error {
 		_, err := client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err
@@ -113,6 +125,16 @@ func (c *Cluster) StartAgent() error {
 // StopAgent stops the node agent (SIGTERM), leaving its pods running.
 func (c *Cluster) StopAgent() { c.agent.stop() }
 
+// AgentPID is the node agent's process ID (minikubelet's or the
+// kubelet's), or 0 when it is not running: for measuring it from outside
+// (its RSS and CPU time in /proc).
+func (c *Cluster) AgentPID() int {
+	if c.agent == nil || !c.agent.running() {
+		return 0
+	}
+	return c.agent.cmd.Process.Pid
+}
+
 // agentCommand is the agent's binary and flags.
 func (c *Cluster) agentCommand() (string, []string, error) {
 	dir := c.nodeDir()
@@ -124,18 +146,18 @@ func (c *Cluster) agentCommand() (string, []string, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		return c.opts.Bins.Kubelet, []string{
+		return c.opts.Bins.Kubelet, append(c.bootstrapArgs(),
 			"--config", cfg,
-			"--kubeconfig", c.files.nodeKubeconfig,
+			"--kubeconfig", c.agentKubeconfig(),
 			"--root-dir", filepath.Join(dir, "root"),
-			"--cert-dir", filepath.Join(dir, "root", "pki"),
+			"--cert-dir", c.NodeCertDir(),
 			"--hostname-override", c.nodeName,
 			"--node-ip", c.hostIP.String(),
 			"-v", "2",
-		}, nil
+		), nil
 	}
-	return c.opts.AgentBinary, []string{
-		"--kubeconfig", c.files.nodeKubeconfig,
+	return c.opts.AgentBinary, append(c.bootstrapArgs(),
+		"--kubeconfig", c.agentKubeconfig(),
 		"--hostname-override", c.nodeName,
 		"--node-ip", c.hostIP.String(),
 		"--container-runtime-endpoint", c.ctr.Endpoint(),
@@ -145,6 +167,9 @@ func (c *Cluster) agentCommand() (string, []string, error) {
 		"--read-only-port", strconv.Itoa(c.ports.agentReadOnly),
 		"--healthz-port", strconv.Itoa(c.ports.agentHealthz),
 		"--cgroup-root", c.ctr.CgroupParent(),
+		// Pods' DNS as the kubelet's above: CoreDNS's Service IP.
+		"--cluster-dns", DNSServiceIP,
+		"--cluster-domain", DNSDomain,
 		// The kubelet port as the kubelet's above: the serving certificate
 		// the cluster CA signed, client certificates of the cluster CA
 		// (the apiserver's kubelet client), token webhook and
@@ -156,7 +181,15 @@ func (c *Cluster) agentCommand() (string, []string, error) {
 		"--client-ca-file", c.ca.CertFile,
 		"--socket", filepath.Join(dir, "minikubelet.sock"),
 		"-v", "2",
-	}, nil
+	), nil
+}
+
+// bootstrapArgs are the agent's flags for a bootstrap (Options.Bootstrap).
+func (c *Cluster) bootstrapArgs() []string {
+	if !c.opts.Bootstrap {
+		return nil
+	}
+	return []string{"--bootstrap-kubeconfig", c.files.bootstrapKubeconfig}
 }
 
 // writeKubeletConfig writes the kubelet's KubeletConfiguration: kubeadm's

@@ -47,8 +47,9 @@ type certSpec struct {
 	dns []string
 }
 
-// newCA makes a CA and writes ca.crt and ca.key into dir.
-func newCA(dir string) (*CA, error) {
+// newCA makes a CA whose subject is cn and writes <name>.crt and
+// <name>.key into dir.
+func newCA(dir, name, cn string) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("CA key: %w", err)
@@ -56,7 +57,7 @@ func newCA(dir string) (*CA, error) {
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "minikubelet-test-cluster-ca"},
+		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(certLife),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
@@ -72,7 +73,7 @@ func newCA(dir string) (*CA, error) {
 		return nil, fmt.Errorf("parse CA certificate: %w", err)
 	}
 	ca := &CA{cert: cert, key: key, CertPEM: pemCert(der),
-		CertFile: filepath.Join(dir, "ca.crt"), KeyFile: filepath.Join(dir, "ca.key")}
+		CertFile: filepath.Join(dir, name+".crt"), KeyFile: filepath.Join(dir, name+".key")}
 	keyPEM, err := pemKey(key)
 	if err != nil {
 		return nil, err

@@ -61,6 +61,14 @@ func (p *proc) running() bool {
 	}
 }
 
+// pid is the process's ID, or 0 when it is nil or has exited.
+func (p *proc) pid() int {
+	if p == nil || !p.running() {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // stop sends SIGTERM, then SIGKILL after stopGrace, and waits until the
 // process is reaped. Safe on a nil or exited proc.
 func (p *proc) stop() {

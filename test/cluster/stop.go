@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
 // cleanupBudget bounds the teardown that runs even after ctx ended.
@@ -35,6 +37,11 @@ func (c *Cluster) Stop(ctx context.Context) error {
 
 func (c *Cluster) stop(ctx context.Context) error {
 	var errs []error
+	c.hollowMu.Lock()
+	for _, h := range c.hollow {
+		errs = append(errs, h.Stop(ctx))
+	}
+	c.hollowMu.Unlock()
 	c.agent.stop()
 	if c.ctr != nil {
 		if c.opts.LogDir != "" {
@@ -42,7 +49,7 @@ func (c *Cluster) stop(ctx context.Context) error {
 		}
 		errs = append(errs, c.ctr.Stop(ctx))
 	}
-	for _, p := range []*proc{c.proxy, c.dns, c.sched, c.kcm, c.api, c.etcd} {
+	for _, p := range []*proc{c.metrics, c.proxy, c.dns, c.sched, c.kcm, c.api, c.etcd} {
 		p.stop()
 	}
 	cctx, cancel := cleanupContext()
@@ -110,7 +117,8 @@ func Cleanup(dir string) error {
 	if st.NodeDir != "" {
 		errs = append(errs, removeContainerLogLinks(st.NodeDir))
 	}
-	errs = append(errs, os.RemoveAll(dir))
+	// Hollow nodes' agents may have mounted pod volumes under their dirs.
+	errs = append(errs, ctrdtest.UnmountAll(dir), os.RemoveAll(dir))
 	return errors.Join(errs...)
 }
 

@@ -15,7 +15,7 @@ import (
 // client certificate carries the user and groups the apiserver reads.
 func TestCAIssue(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := newCA(dir)
+	ca, err := newCA(dir, "ca", "test-ca")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,5 +126,25 @@ func TestCleanupChecksRecord(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("Cleanup removed a dir with a foreign record: %v", err)
+	}
+}
+
+func TestHollowOptionsComplete(t *testing.T) {
+	o := HollowOptions{Kind: HollowMinikubelet, Count: 300}
+	err := o.complete()
+	if err == nil {
+		t.Fatal("complete accepted bad options")
+	}
+	for _, want := range []string{"FakeCRI is required", "Binary is required", "Count 300"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if err := (&HollowOptions{Kind: "virtual", Count: 1, Binary: "b"}).complete(); err == nil || !strings.Contains(err.Error(), `Kind "virtual"`) {
+		t.Errorf("unknown kind: %v", err)
+	}
+	ok := HollowOptions{Kind: HollowKubemark, Count: 1, Binary: "kubemark"}
+	if err := ok.complete(); err != nil || ok.Prefix != "hollow-kubemark" || ok.Parallel != hollowParallel {
+		t.Errorf("defaults: %v %+v", err, ok)
 	}
 }

@@ -83,8 +83,16 @@ func (e E2E) Run(ctx context.Context) error {
 		"--allowed-not-ready-nodes", "0",
 		"--system-pods-startup-timeout", "1m",
 	)
+	// The suite's own temporary files (the kubectl specs leave a
+	// test-kuberc* dir each) go to a dir of the run's, removed after it.
+	tmp, err := os.MkdirTemp("", "mk-e2e-tmp.")
+	if err != nil {
+		return fmt.Errorf("e2e temp dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
 	cmd := exec.Command(e.Ginkgo, args...)
 	cmd.Dir = e.OutDir
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	cmd.Stdout, cmd.Stderr = log, log
 	// ginkgo runs e2e.test processes of its own; its process group is
 	// ours to end.

@@ -24,10 +24,8 @@ const (
 // TestConformanceSlice runs the specs listed in slice.txt against
 // minikubelet in a one-node cluster; each is a subtest that fails when the
 // spec fails or no longer exists. A data race the agent reports fails the
-// test too. The node may list and watch configMaps and secrets, beyond a
-// production node's rights: minikubelet needs that to start a pod that
-// mounts a service-account token (docs/conformance); the slice guards
-// what passes behind that gap.
+// test too. The node has a production node's credentials only
+// (system:node:<name> under the Node authorizer and NodeRestriction).
 func TestConformanceSlice(t *testing.T) {
 	if os.Getenv(cluster.EnvClusterTests) != "on" {
 		t.Skipf("starts a whole cluster: runs with %s=on (test/scripts/test.sh does, on its own)", cluster.EnvClusterTests)
@@ -58,7 +56,7 @@ func TestConformanceSlice(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	s := Suite{
-		Agent: cluster.Minikubelet, AgentBinary: bin, NodeListsObjects: true, Bed: bed, Bins: bins, BaseDir: base, OutDir: out,
+		Agent: cluster.Minikubelet, AgentBinary: bin, Bed: bed, Bins: bins, BaseDir: base, OutDir: out,
 		// Anchored at the end only: ginkgo matches the focus against the
 		// spec's full text, which starts before the name the report shows.
 		Focus: "(" + strings.Join(quoted, "|") + ")$", Procs: sliceProcs, Timeout: 15 * time.Minute,

@@ -122,3 +122,8 @@ func unmountOne(point string, lazy bool) {
 		_ = unix.Unmount(point, unix.MNT_DETACH)
 	}
 }
+
+// UnmountAll unmounts everything at or below dir, deepest first (a mount
+// that stays busy is detached lazily as a last resort), for harnesses that
+// run agents on directories of their own (test/cluster's hollow nodes).
+func UnmountAll(dir string) error { return unmountAll(dir) }

@@ -165,6 +165,14 @@ func (a *agent) launch() {
 func (a *agent) waitHealthy() {
 	a.t.Helper()
 	polltest.Until(a.t, 30*time.Second, "agent healthy", func() (bool, string) {
+		select {
+		case <-a.exited:
+			// Its last lines say why; the failure summary keeps only
+			// the first lines each test logs, so they go on one.
+			b, _ := os.ReadFile(a.logPath)
+			a.t.Fatalf("minikubelet exited before it was healthy (%v); its last lines: %q", a.cmd.ProcessState, tail(strings.TrimSpace(string(b)), 5))
+		default:
+		}
 		body, code, err := a.get(a.healthz, "/healthz")
 		return err == nil && code == 200, fmt.Sprintf("code %d body %q err %v", code, body, err)
 	})

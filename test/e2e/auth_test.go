@@ -44,6 +44,37 @@ func TestAnonymousAlwaysAllowRefused(t *testing.T) {
 	}
 }
 
+// allowKubeletAPI binds the apiserver's kubelet client to
+// system:kubelet-api-admin, so that the apiserver may use the node's
+// kubelet port (logs, exec, attach, ...), and waits until the cluster's
+// RBAC says so: the agent keeps a denial 30s.
+func (n *nodeEnv) allowKubeletAPI() {
+	n.t.Helper()
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-kubelet-api-admin-" + n.a.node},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: apitest.KubeletClientUser}},
+	}
+	if _, err := n.client.RbacV1().ClusterRoleBindings().Create(n.ctx(), binding, metav1.CreateOptions{}); err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = n.client.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
+	})
+	polltest.Until(n.t, 10*time.Second, "RBAC allows the kubelet client nodes/proxy", func() (bool, string) {
+		sar, err := n.client.AuthorizationV1().SubjectAccessReviews().Create(n.ctx(), &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               apitest.KubeletClientUser,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "proxy", Name: n.a.node},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return sar.Status.Allowed, sar.Status.Reason
+	})
+}
+
 // TestKubeletPort: in node mode against a bare apiserver, the kubelet
 // port serves HTTPS with the self-signed certificate kept under the root
 // dir, and the cluster's RBAC decides who may use it: the apiserver's
@@ -64,31 +95,7 @@ func TestKubeletPort(t *testing.T) {
 	n := startNodeAgent(t, env.runtimes[0], srv, "--client-ca-file", srv.ClientCAFile(), "--address", "0.0.0.0")
 	a := n.a
 
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-kubelet-api-admin-" + a.node},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: apitest.KubeletClientUser}},
-	}
-	if _, err := n.client.RbacV1().ClusterRoleBindings().Create(n.ctx(), binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = n.client.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{})
-	})
-	// The agent keeps a denial 30s: ask it only once the apiserver's RBAC
-	// has the binding.
-	polltest.Until(t, 10*time.Second, "RBAC allows the kubelet client nodes/proxy", func() (bool, string) {
-		sar, err := n.client.AuthorizationV1().SubjectAccessReviews().Create(n.ctx(), &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:               apitest.KubeletClientUser,
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "proxy", Name: a.node},
-		}}, metav1.CreateOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return sar.Status.Allowed, sar.Status.Reason
-	})
+	n.allowKubeletAPI()
 
 	node := n.waitNodeReady(30 * time.Second)
 	if got := node.Status.DaemonEndpoints.KubeletEndpoint.Port; int(got) != a.kubeletPort {

@@ -248,8 +248,9 @@ spec:
 }
 
 // /stats/summary and /metrics/cadvisor report a running pod: its cpu,
-// memory and network, and the bytes its container wrote with O_DIRECT,
-// in block I/O stats within one stats period.
+// memory and network, the bytes its container wrote with O_DIRECT, in
+// block I/O stats within one stats period, its cpu limit as cAdvisor's
+// spec series and the file it wrote in its writable layer's usage.
 func TestCgroupStats(t *testing.T) {
 	forEachRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd) {
 		a := startAgent(t, rt)
@@ -269,6 +270,8 @@ spec:
       ping -c 3 -W 1 "$(ip route | awk '/default/ { print $3 }')"
       echo done
       exec sleep 3600
+    resources:
+      limits: {cpu: 500m}
 `, env.busybox))
 		pod := a.waitRunning("writer", 60*time.Second)
 		polltest.Until(t, 30*time.Second, "writer done", func() (bool, string) {
@@ -301,6 +304,29 @@ spec:
 			sum(body, "container_fs_writes_bytes_total", `container=""`, `pod="`+pod.Name+`"`),
 			sum(body, "container_network_receive_bytes_total", `pod="`+pod.Name+`"`),
 			sum(body, "container_network_transmit_bytes_total", `pod="`+pod.Name+`"`))
+		// The cpu spec the limit set (500m: a 50 ms quota per 100 ms,
+		// 512 shares), and the 16 MiB file in the writable layer, once
+		// the runtime has measured it (containerd: every 10 s) and the
+		// agent asked again (FsMaxAge, 10 s).
+		for _, m := range []struct {
+			name string
+			want float64
+		}{
+			{"container_spec_cpu_quota", 50000}, {"container_spec_cpu_period", 100000}, {"container_spec_cpu_shares", 512},
+		} {
+			if v := sum(body, m.name, `container="writer"`, `pod="`+pod.Name+`"`); v != m.want {
+				t.Errorf("%s of writer = %v, want %v", m.name, v, m.want)
+			}
+		}
+		polltest.Until(t, 45*time.Second, "the writable layer on /metrics/cadvisor", func() (bool, string) {
+			body, code, err := a.get(a.port, "/metrics/cadvisor")
+			if err != nil || code != 200 {
+				return false, fmt.Sprintf("HTTP %d %v", code, err)
+			}
+			used := sum(body, "container_fs_usage_bytes", `container="writer"`, `name="`+id+`"`)
+			limit := sum(body, "container_fs_limit_bytes", `container="writer"`, `name="`+id+`"`)
+			return used >= wrote && limit > used, fmt.Sprintf("used %v of %v:\n%s", used, limit, grepFSLines(body, pod.Name))
+		})
 		for _, m := range []struct {
 			name   string
 			labels []string

@@ -157,7 +157,9 @@ func TestFaultFullDisk(t *testing.T) {
 			mountSmallDisk(t, root)
 			mountSmallDisk(t, logs)
 			a.logsDir = filepath.Join(logs, "pods")
-			a.args = append(a.args, "--root-dir", filepath.Join(root, "minikubelet"), "--pod-logs-dir", a.logsDir)
+			// No disk eviction threshold: this is about the agent on a full
+			// disk, not about its eviction of pods (eviction_test.go).
+			a.args = append(a.args, "--root-dir", filepath.Join(root, "minikubelet"), "--pod-logs-dir", a.logsDir, "--eviction-hard", "memory.available<100Mi")
 		}})
 		a.writeManifest("before.yaml", diskPod("before", true))
 		before := containerStatus(a.waitRunning("before", time.Minute), "main").ContainerID

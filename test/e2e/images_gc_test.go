@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,9 +112,11 @@ spec:
 }
 
 // Archives in <root-dir>/images before the start are imported: an OCI
-// layout and a docker-save tarball run as a pod's images with
-// imagePullPolicy Never; a broken archive is named in the log and does not
-// stop the agent; a restart imports nothing again.
+// layout, a docker-save tarball and a gzipped one of plain layers run as a
+// pod's images with imagePullPolicy Never; a broken archive is named in
+// the log and does not stop the agent; containerd's garbage collector
+// keeps all they hold; a restart imports nothing again; and containerd's
+// own importer (ctr) makes the same images of them.
 func TestImageImport(t *testing.T) {
 	forEachPrivateRuntime(t, func(t *testing.T, rt *ctrdtest.Containerd, bed *ctrdtest.Bed) {
 		busybox, err := bed.Image(ctrdtest.RoleBusybox)
@@ -130,13 +133,17 @@ func TestImageImport(t *testing.T) {
 		const (
 			ociRef    = "localhost/minikubelet/airgap-oci:1"
 			dockerRef = "localhost/minikubelet/airgap-docker:1"
+			plainRef  = "localhost/minikubelet/airgap-docker-plain:1"
 		)
+		refs := []string{ociRef, dockerRef, plainRef}
 		writeRenamedOCI(t, busybox.Tar, ociRef, filepath.Join(dir, "oci.tar"))
 		writeDockerSave(t, busybox.Tar, dockerRef, filepath.Join(dir, "docker.tar"))
+		plain := filepath.Join(root, "docker-plain.tar")
+		writeDockerSavePlain(t, busybox.Tar, plainRef, plain, filepath.Join(dir, "docker-gz.tar"))
 		if err := os.WriteFile(filepath.Join(dir, "broken.tar"), []byte("this is no tarball"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, ref := range []string{ociRef, dockerRef} {
+		for _, ref := range refs {
 			if imagePresent(t, rt, ref) {
 				t.Fatalf("%s is in the runtime before the agent starts", ref)
 			}
@@ -163,7 +170,11 @@ spec:
     image: %s
     imagePullPolicy: Never
     command: ["sleep", "3600"]
-`, ociRef, dockerRef)
+  - name: plain
+    image: %s
+    imagePullPolicy: Never
+    command: ["sleep", "3600"]
+`, ociRef, dockerRef, plainRef)
 		if err := os.WriteFile(filepath.Join(manifests, "airgap.yaml"), []byte(pod), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -177,20 +188,43 @@ spec:
 		if !strings.Contains(broken, filepath.Join(dir, "broken.tar")) {
 			t.Errorf("the broken archive is not named in the log: %q", broken)
 		}
-		if n := a.countLogLines("Imported image archive"); n != 2 {
-			t.Errorf("%d archives imported, want 2", n)
+		if n := a.countLogLines("Imported image archive"); n != 3 {
+			t.Errorf("%d archives imported, want 3", n)
+		}
+
+		// The import's lease is gone: the labels alone keep every blob and
+		// snapshot of the images from containerd's garbage collector.
+		collectGarbage(t, rt, bed)
+		ready := strings.Fields(ctr(t, rt, bed, "images", "check", "-q"))
+		for _, ref := range refs {
+			if !slices.Contains(ready, ref) {
+				t.Errorf("after garbage collection, ctr images check does not find %s complete and unpacked: %v", ref, ready)
+			}
 		}
 
 		a.stop()
 		a.restart()
-		polltest.Until(t, 30*time.Second, "both archives skipped after the restart", func() (bool, string) {
+		polltest.Until(t, 30*time.Second, "every archive skipped after the restart", func() (bool, string) {
 			n := a.countLogLines("Image archive already imported")
-			return n == 2, fmt.Sprintf("%d skipped", n)
+			return n == 3, fmt.Sprintf("%d skipped", n)
 		})
-		if n := a.countLogLines("Imported image archive"); n != 2 {
-			t.Errorf("%d imports after the restart, want the 2 of the first start", n)
+		if n := a.countLogLines("Imported image archive"); n != 3 {
+			t.Errorf("%d imports after the restart, want the 3 of the first start", n)
 		}
 		a.waitRunning("airgap", 30*time.Second)
+
+		// containerd's own importer makes the same images of the archives,
+		// manifests and all: the same targets.
+		ours := importedTargets(t, root)
+		for _, f := range []string{filepath.Join(dir, "oci.tar"), filepath.Join(dir, "docker.tar"), plain} {
+			ctr(t, rt, bed, "images", "import", f)
+		}
+		theirs := ctrImageTargets(t, rt, bed)
+		for _, ref := range refs {
+			if ours[ref] == "" || ours[ref] != theirs[ref] {
+				t.Errorf("%s: the agent imported target %q, ctr %q", ref, ours[ref], theirs[ref])
+			}
+		}
 	})
 }
 

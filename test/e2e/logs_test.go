@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/internal/polltest"
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
@@ -42,19 +43,26 @@ func (a *agent) podLogDir(p *v1.Pod) string {
 // of that UID, whatever their sandbox is named.
 func runtimeContainers(t *testing.T, rt *ctrdtest.Containerd, uid string) int {
 	t.Helper()
+	return len(podContainers(t, rt, uid))
+}
+
+// podContainers returns the runtime's containers of the pod uid, in any
+// state.
+func podContainers(t *testing.T, rt *ctrdtest.Containerd, uid string) []*runtimeapi.Container {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ctrs, err := rt.Runtime().ListContainers(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var out []*runtimeapi.Container
 	for _, c := range ctrs {
 		if c.GetLabels()["io.kubernetes.pod.uid"] == uid {
-			n++
+			out = append(out, c)
 		}
 	}
-	return n
+	return out
 }
 
 // finishedPodScript is a container that fails once and then succeeds,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/minikubelet/minikubelet/internal/polltest"
@@ -251,6 +253,12 @@ func TestNodeMode(t *testing.T) {
 		if !strings.HasPrefix(node.Status.NodeInfo.ContainerRuntimeVersion, "containerd://") {
 			t.Errorf("containerRuntimeVersion = %q", node.Status.NodeInfo.ContainerRuntimeVersion)
 		}
+		// A semantic version tools can compare with the control plane's:
+		// the Kubernetes release, the agent's own version as build
+		// metadata.
+		if kv, err := utilversion.ParseSemantic(node.Status.NodeInfo.KubeletVersion); err != nil || kv.Major() != 1 || !strings.Contains(kv.BuildMetadata(), "minikubelet") {
+			t.Errorf("kubeletVersion = %q (%v), want v1.x.y+minikubelet...", node.Status.NodeInfo.KubeletVersion, err)
+		}
 		for _, c := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
 			if !hasNodeCondition(node, c) {
 				t.Errorf("node has no %s condition: %+v", c, node.Status.Conditions)
@@ -277,6 +285,23 @@ func TestNodeMode(t *testing.T) {
 		if b, _ := os.ReadFile(n.a.containerLog(pod, "app", 0)); strings.Contains(string(b), "token=0") {
 			t.Errorf("service account token not projected: %s", b)
 		}
+		// kubectl describe's events: the kubelet's, about the container,
+		// from source "kubelet" (which tools select on).
+		polltest.Until(t, 30*time.Second, "Created and Started events of pod web's container", func() (bool, string) {
+			list, err := n.client.CoreV1().Events(n.ns).List(n.ctx(), metav1.ListOptions{
+				FieldSelector: "involvedObject.uid=" + string(pod.UID) + ",source=kubelet",
+			})
+			if err != nil {
+				return false, err.Error()
+			}
+			var seen []string
+			for _, e := range list.Items {
+				if e.InvolvedObject.FieldPath == "spec.containers{app}" {
+					seen = append(seen, e.Reason)
+				}
+			}
+			return slices.Contains(seen, "Created") && slices.Contains(seen, "Started"), fmt.Sprintf("events %v", seen)
+		})
 
 		start = time.Now()
 		n.kubectl("", "delete", "pod", "web", "--wait=true", "--timeout=60s")

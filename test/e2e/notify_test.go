@@ -190,9 +190,10 @@ func TestNotifyReadyStatusWatchdog(t *testing.T) {
 					}
 				})
 				config := filepath.Join(a.dir, "config.yaml")
-				// rotateCertificates is a kubelet field minikubelet does not
-				// implement (it renews no client certificate).
-				writeFile(t, config, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nrotateCertificates: true\nsyncFrequency: 30s\n")
+				// rotateCertificates, as kubeadm's config file sets it, has
+				// no effect standalone (no client certificate to renew);
+				// topologyManagerPolicy is a field minikubelet does not read.
+				writeFile(t, config, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nrotateCertificates: true\ntopologyManagerPolicy: single-numa-node\nsyncFrequency: 30s\n")
 				a.args = append(a.args, "--config", config)
 				for _, name := range []string{"alpha", "beta"} {
 					a.writeManifest(name+".yaml", fmt.Sprintf(`
@@ -235,8 +236,11 @@ spec:
 		if len(before) == 0 {
 			t.Errorf("no STATUS= before READY=1:%s", sup.describe(msgs))
 		}
-		if !a.logContains("ignored: rotateCertificates (minikubelet does not implement them)") {
+		if !a.logContains("ignored: topologyManagerPolicy (minikubelet does not implement them)") {
 			t.Errorf("no warning naming the config file's ignored field")
+		}
+		if !a.logContains("rotateCertificates (--rotate-certificates) has no effect standalone") {
+			t.Errorf("no line saying rotateCertificates has no effect standalone")
 		}
 
 		// A notable change: a pod goes.

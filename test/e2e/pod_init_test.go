@@ -40,6 +40,9 @@ spec:
 			if ic.State.Terminated == nil || ic.State.Terminated.ExitCode != 0 || ic.State.Terminated.Reason != "Completed" {
 				t.Fatalf("init container %s: %+v, want terminated Completed", ic.Name, ic.State)
 			}
+			if !ic.Ready {
+				t.Errorf("init container %s completed but not ready (the kubelet reports a succeeded init container ready)", ic.Name)
+			}
 		}
 		if second.State.Terminated.StartedAt.Before(&first.State.Terminated.FinishedAt) {
 			t.Errorf("second init container started %v, before the first finished %v", second.State.Terminated.StartedAt, first.State.Terminated.FinishedAt)
@@ -81,8 +84,8 @@ spec:
 		if ic := p.Status.InitContainerStatuses[0]; ic.State.Terminated == nil || ic.State.Terminated.ExitCode != 7 {
 			t.Errorf("broken init container: %+v, want exit code 7", ic.State)
 		}
-		if cs := containerStatus(p, "main"); cs.State.Waiting == nil || cs.ContainerID != "" {
-			t.Errorf("main of a pod whose init failed: %+v (id %q), want waiting and never created", cs.State, cs.ContainerID)
+		if cs := containerStatus(p, "main"); cs.State.Waiting == nil || cs.State.Waiting.Reason != "PodInitializing" || cs.ContainerID != "" {
+			t.Errorf("main of a pod whose init failed: %+v (id %q), want waiting PodInitializing and never created", cs.State, cs.ContainerID)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,13 +135,33 @@ func BenchmarkStreamPortForward(b *testing.B) {
 }
 
 // BenchmarkStreamExecMemory opens b.N exec sessions (a `cat` each, its
-// stdin kept open) through the agent over SPDY and keeps them open: ns/op
-// is the time to open one, RSS-B/session how much the agent's resident
-// memory grew per open session. Run it with a fixed count
-// (-benchtime=100x): the slope over a handful of sessions is noise.
+// stdin kept open) through the agent and keeps them open: ns/op is the
+// time to open one, RSS-B/session how much the agent's resident memory
+// grew per open session. Run it with a fixed count (-benchtime=100x): the
+// slope over a handful of sessions is noise. Over SPDY (spdy), the agent
+// carries the session to the runtime's streaming server as it comes; over
+// WebSocket (websocket, the v5.channel.k8s.io protocol that kubectl
+// speaks and a v1.36 apiserver passes through to a node that declares
+// ExtendWebSocketsToKubelet), the agent ends the WebSocket and runs the
+// session against the runtime over SPDY itself.
 func BenchmarkStreamExecMemory(b *testing.B) {
 	a, pod := benchStreamPod(b)
 	u := a.streamURL("exec", pod, "main", execQuery(true, false, "sh", "-c", "echo up; exec cat"))
+	b.Run("spdy", func(b *testing.B) {
+		execMemory(b, a, func() (remotecommand.Executor, error) {
+			return remotecommand.NewSPDYExecutor(a.restConfig(), http.MethodPost, u)
+		})
+	})
+	b.Run("websocket", func(b *testing.B) {
+		execMemory(b, a, func() (remotecommand.Executor, error) {
+			return remotecommand.NewWebSocketExecutor(a.restConfig(), http.MethodGet, u.String())
+		})
+	})
+}
+
+// execMemory opens b.N sessions with executors of newExecutor, after one
+// warm-up, and reports the agent's RSS growth per session.
+func execMemory(b *testing.B, a *agent, newExecutor func() (remotecommand.Executor, error)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() {
@@ -150,7 +171,7 @@ func BenchmarkStreamExecMemory(b *testing.B) {
 	open := func() {
 		up := make(chan struct{})
 		in, _ := io.Pipe() // never written, never closed: stdin stays open
-		ex, err := remotecommand.NewSPDYExecutor(a.restConfig(), http.MethodPost, u)
+		ex, err := newExecutor()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -177,6 +198,9 @@ func BenchmarkStreamExecMemory(b *testing.B) {
 	after := rssOf(b, a.cmd.Process.Pid)
 	b.ReportMetric(float64(after-before)/float64(b.N), "RSS-B/session")
 	b.ReportMetric(float64(after), "RSS-B")
+	if dir := os.Getenv("MINIKUBELET_BENCH_PROFILES"); dir != "" {
+		a.saveProfiles(b, dir, strings.ReplaceAll(b.Name(), "/", "_"))
+	}
 }
 
 // signalWriter closes ch on the first write.
@@ -208,4 +232,26 @@ func rssOf(b *testing.B, pid int) int64 {
 	}
 	b.Fatalf("no VmRSS in /proc/%d/status", pid)
 	return 0
+}
+
+// saveProfiles writes the agent's heap profile (after a GC), its text form
+// with the runtime's MemStats and every goroutine's stack into dir, named
+// after name: what a memory benchmark leaves to look at when
+// $MINIKUBELET_BENCH_PROFILES names a directory.
+func (a *agent) saveProfiles(b *testing.B, dir, name string) {
+	b.Helper()
+	for what, file := range map[string]string{"heap?gc=1": "heap.pprof", "heap?debug=1": "heap.txt", "goroutine?debug=1": "goroutine.txt"} {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", a.streamPort(), what)) //nolint:noctx // the agent's own socket, forwarded
+		if err != nil {
+			b.Fatal(err)
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+"."+file), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

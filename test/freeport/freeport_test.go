@@ -1,8 +1,12 @@
 package freeport
 
 import (
+	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -42,5 +46,36 @@ func TestPickSkipsTakenPorts(t *testing.T) {
 		}
 		held = append(held, l)
 		taken[port] = true
+	}
+}
+
+// Pick never hands out the same port twice, even once it is free again,
+// nor one another process holds.
+func TestPickNeverRepeats(t *testing.T) {
+	seen := map[int]bool{}
+	for range 500 {
+		port := Must(t)
+		if seen[port] {
+			t.Fatalf("port %d picked twice", port)
+		}
+		seen[port] = true
+	}
+	// Another process's lock: a held lock file makes reserve refuse.
+	port := low + 1
+	for seen[port] {
+		port++
+	}
+	other, err := os.OpenFile(filepath.Join(lockDir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Skipf("port %d lock held elsewhere: %v", port, err)
+	}
+	// flock locks belong to open file descriptions: the reserve below opens
+	// its own and so is refused, as another process would be.
+	if err := reserve(port); !errors.Is(err, errReserved) {
+		t.Errorf("reserve(%d) with its lock held elsewhere = %v, want errReserved", port, err)
 	}
 }

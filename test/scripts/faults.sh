@@ -16,7 +16,7 @@ GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 CACHE=${MINIKUBELET_CACHE:-/var/cache/minikubelet}
 
 export MINIKUBELET_BED="$CACHE/bed.json"
-"$GO" build -race -o "$REPO/bin/minikubelet-race" ./cmd/minikubelet
+"$GO" build -race -tags "${GOTAGS:-grpcnotrace}" -o "$REPO/bin/minikubelet-race" ./cmd/minikubelet
 export MINIKUBELET_BIN="$REPO/bin/minikubelet-race"
 export MINIKUBELET_E2E=required
 export MINIKUBELET_FAULTS=${MINIKUBELET_FAULTS:-full}

@@ -16,10 +16,19 @@
 #      $MINIKUBELET_CACHE/cluster-$KUBE_VERSION/bin;
 #   3. builds CoreDNS $COREDNS_VERSION with the plugins the cluster uses into
 #      $MINIKUBELET_CACHE/coredns-$COREDNS_VERSION/bin;
-#   4. builds the stand-ins of the images the suite pulls from
+#   4. builds metrics-server $METRICS_SERVER_VERSION (kubectl top) into
+#      $MINIKUBELET_CACHE/metrics-server-$METRICS_SERVER_VERSION/bin;
+#   5. builds the stand-ins of the images the suite pulls from
 #      registry.k8s.io (which cannot be reached) as OCI tarballs into
 #      $MINIKUBELET_CACHE/cluster-images;
-#   5. writes $MINIKUBELET_CACHE/cluster.json, read by test/cluster.LoadBins.
+#   6. writes $MINIKUBELET_CLUSTER (default $MINIKUBELET_CACHE/cluster.json),
+#      read by test/cluster.LoadBins;
+#   7. with the argument "scale" (make scale) only: builds kubemark's hollow
+#      node (k8s.io/kubernetes/cmd/kubemark) at $KUBE_VERSION through the same
+#      throwaway module and flags into $MINIKUBELET_CACHE/kubemark-$KUBE_VERSION/bin
+#      (test/scale's -kubemark default), about a minute once step 2 has
+#      filled the build cache. cluster.json does not name it, so that
+#      trees whose test/cluster does not know the field keep reading it.
 #
 # Each step logs how long it took. Environment: MINIKUBELET_CACHE (default
 # /var/cache/minikubelet), GO (default: go on PATH, else /usr/local/go/bin/go).
@@ -31,6 +40,9 @@ KUBE_VERSION=v1.36.3
 KUBE_STAGING_VERSION=v0.36.3
 # CoreDNS as kubeadm v1.36 deploys it.
 COREDNS_VERSION=v1.14.2
+# metrics-server, the aggregated API behind kubectl top (v0.9.0 was not
+# tried).
+METRICS_SERVER_VERSION=v0.8.0
 # The staging modules of k8s.io/kubernetes, each pinned by a replace line
 # (see prepare.sh; sample-cli-plugin is refused by the proxy and not needed).
 KUBE_STAGING=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go
@@ -62,10 +74,12 @@ IMAGE_PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 CACHE=${MINIKUBELET_CACHE:-/var/cache/minikubelet}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-SCRIPT="$REPO/test/scripts/prepare-cluster.sh"
 BED="$CACHE/bed.json"
 KUBE_DIR="$CACHE/cluster-$KUBE_VERSION"
 COREDNS_DIR="$CACHE/coredns-$COREDNS_VERSION"
+METRICS_SERVER_DIR="$CACHE/metrics-server-$METRICS_SERVER_VERSION"
+KUBEMARK_DIR="$CACHE/kubemark-$KUBE_VERSION"
+CLUSTER_JSON=${MINIKUBELET_CLUSTER:-$CACHE/cluster.json}
 IMAGES_DIR="$CACHE/cluster-images"
 
 log() { echo "prepare-cluster: $*" >&2; }
@@ -103,6 +117,51 @@ install_packages() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+# kube_module DIR PKG... writes a throwaway module into DIR that requires
+# k8s.io/kubernetes $KUBE_VERSION with every staging module pinned, and
+# imports the packages PKG so that go mod tidy resolves them.
+kube_module() {
+	local dir=$1 m
+	shift
+	mkdir -p "$dir"
+	{
+		echo "module minikubelet.invalid/clusterbuild"
+		echo
+		echo "go 1.24"
+		echo
+		echo "require k8s.io/kubernetes $KUBE_VERSION"
+		echo
+		for m in "${KUBE_STAGING[@]}"; do
+			echo "replace k8s.io/$m => k8s.io/$m $KUBE_STAGING_VERSION"
+		done
+	} >"$dir/go.mod"
+	{
+		echo "//go:build tools"
+		echo
+		echo "package tools"
+		echo
+		echo "import ("
+		for m in "$@"; do
+			echo "	_ \"$m\""
+		done
+		echo ")"
+	} >"$dir/tools.go"
+}
+
+# kube_ldflags prints the -ldflags -X of every kube build: the same as
+# prepare.sh's kube-apiserver, and no build tags: upstream builds with
+# selinux,notest,grpcnotrace, but any tag that selects other files
+# (grpcnotrace: grpc and all that imports it) would miss the build cache
+# kube-apiserver filled; on this host (no SELinux) they change nothing the
+# tests see.
+kube_ldflags() {
+	local ld="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION"
+	ld+=" -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
+	ld+=" -X k8s.io/component-base/version.gitMajor=1"
+	ld+=" -X k8s.io/component-base/version.gitMinor=$(echo "$KUBE_VERSION" | cut -d. -f2)"
+	echo "$ld"
+}
+
 # kube_stamp names what the kube build is made of.
 kube_stamp() {
 	echo "$KUBE_VERSION ${KUBE_MAINS[*]} ${STATIC_MAINS[*]} e2e.test $("$GO" env GOVERSION)"
@@ -119,39 +178,9 @@ build_kube() {
 	[[ "$api_version" == "Kubernetes $KUBE_VERSION" ]] ||
 		die "bed.json's kube-apiserver says '$api_version', this script builds $KUBE_VERSION: keep KUBE_VERSION in step with prepare.sh"
 	log "building the cluster's kube binaries and e2e.test $KUBE_VERSION (about 10 minutes cold after prepare.sh)"
-	local tmp="$WORK/kube"
-	mkdir -p "$tmp"
-	{
-		echo "module minikubelet.invalid/clusterbuild"
-		echo
-		echo "go 1.24"
-		echo
-		echo "require k8s.io/kubernetes $KUBE_VERSION"
-		echo
-		for m in "${KUBE_STAGING[@]}"; do
-			echo "replace k8s.io/$m => k8s.io/$m $KUBE_STAGING_VERSION"
-		done
-	} >"$tmp/go.mod"
-	{
-		echo "//go:build tools"
-		echo
-		echo "package tools"
-		echo
-		echo "import ("
-		for m in "${KUBE_MAINS[@]}" "${STATIC_MAINS[@]}" k8s.io/kubernetes/test/e2e; do
-			echo "	_ \"$m\""
-		done
-		echo ")"
-	} >"$tmp/tools.go"
-	# The same -ldflags -X as prepare.sh's kube-apiserver, and no build
-	# tags: upstream builds with selinux,notest,grpcnotrace, but any tag
-	# that selects other files (grpcnotrace: grpc and all that imports it)
-	# would miss the build cache kube-apiserver filled; on this host (no
-	# SELinux) they change nothing the tests see.
-	local ld="-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION"
-	ld+=" -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
-	ld+=" -X k8s.io/component-base/version.gitMajor=1"
-	ld+=" -X k8s.io/component-base/version.gitMinor=$(echo "$KUBE_VERSION" | cut -d. -f2)"
+	local tmp="$WORK/kube" ld
+	kube_module "$tmp" "${KUBE_MAINS[@]}" "${STATIC_MAINS[@]}" k8s.io/kubernetes/test/e2e
+	ld=$(kube_ldflags)
 	(
 		cd "$tmp"
 		export GOFLAGS=-mod=mod GOTOOLCHAIN=local
@@ -176,13 +205,51 @@ build_kube() {
 	log "cluster binaries $KUBE_VERSION ready in $bin"
 }
 
+# build_kubemark builds kubemark's hollow node (step 7 of the header) as
+# build_kube builds the components, sharing their build cache.
+build_kubemark() {
+	local want tmp="$WORK/kubemark" ld
+	want="$KUBE_VERSION kubemark $("$GO" env GOVERSION)"
+	if built "$KUBEMARK_DIR" kubemark "$want"; then
+		return
+	fi
+	log "building kubemark $KUBE_VERSION (about a minute once the cluster's binaries are built)"
+	kube_module "$tmp" k8s.io/kubernetes/cmd/kubemark
+	ld=$(kube_ldflags)
+	(
+		cd "$tmp"
+		export GOFLAGS=-mod=mod GOTOOLCHAIN=local
+		timed "resolve kubemark modules" "$GO" mod tidy
+		timed "go build kubemark" "$GO" build -trimpath -ldflags "-s -w $ld" -o "$tmp/bin/" k8s.io/kubernetes/cmd/kubemark
+	)
+	install_built kubemark "$tmp" "$KUBEMARK_DIR" "$want"
+	log "kubemark $KUBE_VERSION ready in $KUBEMARK_DIR/bin"
+}
+
+# built DIR NAME WANT: whether DIR/bin/NAME is there, built as the stamp
+# WANT says.
+built() { [[ -x "$1/bin/$2" && "$(cat "$1/.stamp" 2>/dev/null)" == "$3" ]]; }
+
+# install_built NAME TMP DIR WANT moves the binaries built in TMP/bin to
+# DIR/bin (dying when NAME is not among them) and stamps DIR with WANT.
+install_built() {
+	local name=$1 tmp=$2 dir=$3 want=$4
+	[[ -x "$tmp/bin/$name" ]] || die "$name build produced no binary"
+	mkdir -p "$dir"
+	rm -rf "$dir/bin"
+	mv "$tmp/bin" "$dir/bin"
+	echo "$want" >"$dir/.stamp"
+}
+
 # build_coredns builds CoreDNS with only the plugins the cluster's
 # Corefile uses (the full plugin set pulls in every cloud SDK), in the
 # order of CoreDNS's plugin.cfg.
 build_coredns() {
 	local bin="$COREDNS_DIR/bin" want
-	want="$COREDNS_VERSION $(sha256sum "$SCRIPT" | cut -d' ' -f1)"
-	if [[ -x "$bin/coredns" && "$(cat "$COREDNS_DIR/.stamp" 2>/dev/null)" == "$want" ]]; then
+	# The stamp hashes this function, not the whole script: editing
+	# another part of the script does not rebuild CoreDNS.
+	want="$COREDNS_VERSION $(declare -f build_coredns | sha256sum | cut -d' ' -f1)"
+	if built "$COREDNS_DIR" coredns "$want"; then
 		return
 	fi
 	log "building CoreDNS $COREDNS_VERSION (about 2 minutes cold)"
@@ -226,19 +293,49 @@ build_coredns() {
 		timed "resolve CoreDNS modules" "$GO" mod tidy
 		timed "go build coredns" "$GO" build -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" -o "$tmp/bin/coredns" .
 	)
-	[[ -x "$tmp/bin/coredns" ]] || die "CoreDNS build produced no binary"
-	mkdir -p "$COREDNS_DIR"
-	rm -rf "$bin"
-	mv "$tmp/bin" "$bin"
-	echo "$want" >"$COREDNS_DIR/.stamp"
+	install_built coredns "$tmp" "$COREDNS_DIR" "$want"
 	log "CoreDNS $COREDNS_VERSION ready in $bin"
 }
 
-# images_stamp hashes everything the stand-in images are made from.
+# build_metrics_server builds metrics-server as upstream's Makefile does
+# (static, its version in client-go's version variables), in a throwaway
+# module of its own: it pins other k8s.io versions than the cluster build,
+# and go install refuses a module with replace directives. The stamp names
+# only what the binary is made of, so that edits elsewhere in this script
+# do not rebuild it.
+build_metrics_server() {
+	local bin="$METRICS_SERVER_DIR/bin" want
+	want="$METRICS_SERVER_VERSION $("$GO" env GOVERSION)"
+	if built "$METRICS_SERVER_DIR" metrics-server "$want"; then
+		return
+	fi
+	log "building metrics-server $METRICS_SERVER_VERSION (about 9 CPU-minutes cold)"
+	local tmp="$WORK/metrics-server"
+	mkdir -p "$tmp"
+	cat >"$tmp/go.mod" <<-EOF
+		module minikubelet.invalid/metricsserverbuild
+
+		go 1.24
+	EOF
+	(
+		cd "$tmp"
+		export GOFLAGS=-mod=mod GOTOOLCHAIN=local
+		timed "resolve metrics-server modules" "$GO" get -tool "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION"
+		timed "go build metrics-server" env CGO_ENABLED=0 "$GO" build -trimpath \
+			-ldflags "-s -w -X k8s.io/client-go/pkg/version.gitVersion=$METRICS_SERVER_VERSION" \
+			-o "$tmp/bin/" sigs.k8s.io/metrics-server/cmd/metrics-server
+	)
+	install_built metrics-server "$tmp" "$METRICS_SERVER_DIR" "$want"
+	log "metrics-server $METRICS_SERVER_VERSION ready in $bin"
+}
+
+# images_stamp hashes everything the stand-in images are made from: their
+# sources, the binaries in them, and the function that builds them.
 images_stamp() {
 	{
 		(cd "$REPO" && find test/images/e2e test/images/mkimage test/images/pause -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
-		sha256sum "$BUSYBOX_BIN" "$BASH_STATIC" "$SCRIPT" "$KUBE_DIR/bin/agnhost" "$KUBE_DIR/bin/nonewprivs"
+		sha256sum "$BUSYBOX_BIN" "$BASH_STATIC" "$KUBE_DIR/bin/agnhost" "$KUBE_DIR/bin/nonewprivs"
+		declare -f build_images # what makes them, not the whole script
 		"$GO" env GOVERSION
 	} | sha256sum | cut -d' ' -f1
 }
@@ -298,7 +395,8 @@ build_images() {
 # replacing it only when its content changes.
 write_cluster() {
 	local tmp bin="$KUBE_DIR/bin" ref
-	tmp=$(mktemp "$CACHE/.cluster.json.XXXXXX")
+	mkdir -p "$(dirname "$CLUSTER_JSON")"
+	tmp=$(mktemp "$(dirname "$CLUSTER_JSON")/.cluster.json.XXXXXX")
 	{
 		cat <<-EOF
 			{
@@ -309,6 +407,8 @@ write_cluster() {
 			  "kubelet": "$bin/kubelet",
 			  "coredns": "$COREDNS_DIR/bin/coredns",
 			  "corednsVersion": "$COREDNS_VERSION",
+			  "metricsServer": "$METRICS_SERVER_DIR/bin/metrics-server",
+			  "metricsServerVersion": "$METRICS_SERVER_VERSION",
 			  "e2eTest": "$bin/e2e.test",
 			  "ginkgo": "$bin/ginkgo",
 			  "agnhost": "$bin/agnhost",
@@ -327,10 +427,10 @@ write_cluster() {
 		EOF
 	} >"$tmp"
 	chmod 0644 "$tmp"
-	if cmp -s "$tmp" "$CACHE/cluster.json"; then
+	if cmp -s "$tmp" "$CLUSTER_JSON"; then
 		rm -f "$tmp"
 	else
-		mv "$tmp" "$CACHE/cluster.json"
+		mv "$tmp" "$CLUSTER_JSON"
 	fi
 }
 
@@ -346,9 +446,13 @@ main() {
 	GO=$(find_go)
 	timed "kube binaries" build_kube
 	timed "CoreDNS" build_coredns
+	timed "metrics-server" build_metrics_server
 	timed "e2e image stand-ins" build_images
 	write_cluster
-	log "cluster ready: $CACHE/cluster.json"
+	log "cluster ready: $CLUSTER_JSON"
+	if [[ "${1:-}" == scale ]]; then
+		timed "kubemark" build_kubemark
+	fi
 }
 
 main "$@"

@@ -13,8 +13,11 @@ CACHE=${MINIKUBELET_CACHE:-/var/cache/minikubelet}
 export MINIKUBELET_BED="$CACHE/bed.json"
 # The integration suite runs a race-detector build of the agent; a race it
 # reports fails the test that saw it.
-"$GO" build -race -o "$REPO/bin/minikubelet-race" ./cmd/minikubelet
+"$GO" build -race -tags "${GOTAGS:-grpcnotrace}" -o "$REPO/bin/minikubelet-race" ./cmd/minikubelet
 export MINIKUBELET_BIN="$REPO/bin/minikubelet-race"
+# The hollow nodes' in-memory runtime (TestClusterHollowNodes).
+"$GO" build -o "$REPO/bin/fakecri" ./test/scale/cmd/fakecri
+export MINIKUBELET_FAKECRI="$REPO/bin/fakecri"
 export MINIKUBELET_E2E=required
 MINIKUBELET_BED_BASE=$(mktemp -d /tmp/minikubelet-test.XXXXXX)
 export MINIKUBELET_BED_BASE
@@ -44,6 +47,6 @@ set -o pipefail
 	# themselves above: they own the host's iptables and run here, one
 	# after the other, on their own.
 	[ $# -gt 0 ] || MINIKUBELET_CLUSTER_TESTS=on "$GO" test -json -race -p 1 -count=1 -timeout 25m \
-		-run '^(TestClusterServicesAndDNS|TestKubectlThroughKubeletPort|TestConformanceSlice)$' ./test/cluster/ ./test/conformance/ 2>&1 || rc=$?
+		-run '^(TestClusterServicesAndDNS|TestKubectlThroughKubeletPort|TestClusterBootstrapAndRotation|TestClusterHollowNodes|TestConformanceSlice)$' ./test/cluster/ ./test/conformance/ 2>&1 || rc=$?
 	exit "$rc"
 } | "$REPO/bin/testsum"

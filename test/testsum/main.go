@@ -70,8 +70,9 @@ type summary struct {
 	// running holds the top-level tests that started and have not ended,
 	// with when they started.
 	running map[string]time.Time
-	// skips groups the skipped tests by skip message.
-	skips map[string][]string
+	// skips groups the skipped tests by skip message, numbers masked
+	// (skipGroupKey).
+	skips map[string]*skipGroup
 	// failures holds, for each failed test in order, the lines it logged
 	// itself ("file_test.go:N: ..."), repeated at the end so that the last
 	// screen of a long run says why it failed.
@@ -89,7 +90,7 @@ func newSummary(clk clock.PassiveClock) *summary {
 		clock:     clk,
 		output:    map[string]*strings.Builder{},
 		running:   map[string]time.Time{},
-		skips:     map[string][]string{},
+		skips:     map[string]*skipGroup{},
 		lastPrint: clk.Now(),
 	}
 }
@@ -220,7 +221,16 @@ func (s *summary) handle(e event, w io.Writer) {
 			out = b.String()
 		}
 		reason := skipReason(out)
-		s.skips[reason] = append(s.skips[reason], e.Test)
+		key := skipGroupKey(reason)
+		g := s.skips[key]
+		if g == nil {
+			g = &skipGroup{reason: reason}
+			s.skips[key] = g
+		}
+		if g.reason != reason {
+			g.reason = key // the messages differ in their numbers
+		}
+		g.tests = append(g.tests, e.Test)
 		s.ended("skip", e, w)
 	case "fail":
 		s.failed++
@@ -229,7 +239,7 @@ func (s *summary) handle(e event, w io.Writer) {
 			out = b.String()
 			fmt.Fprint(w, out)
 		}
-		s.failures = append(s.failures, failure{test: e.Test, pkg: e.Package, lines: loggedLines(out)})
+		s.failures = append(s.failures, failure{test: e.Test, pkg: e.Package, lines: loggedLines(out), dump: dumpTail(out)})
 		s.ended("FAIL", e, w)
 	}
 }
@@ -288,6 +298,22 @@ func (s *summary) heartbeat(w io.Writer) {
 	s.printLocked(w, "  ... running: "+strings.Join(parts, ", ")+"   "+s.counts())
 }
 
+// skipGroup is the tests skipped for one reason.
+type skipGroup struct {
+	// reason is the skip message, or its key when the group's messages
+	// differ in their numbers.
+	reason string
+	tests  []string
+}
+
+// number matches a run of digits.
+var number = regexp.MustCompile(`[0-9]+`)
+
+// skipGroupKey is the skip message with every number shown as "#", so that
+// tests skipped for the same reason with different sizes or counts make
+// one group.
+func skipGroupKey(reason string) string { return number.ReplaceAllString(reason, "#") }
+
 // skipLine matches the start of a line a test logged: "    file_test.go:12: ".
 var skipLine = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
 
@@ -316,13 +342,40 @@ func skipReason(output string) string {
 type failure struct {
 	test, pkg string
 	lines     []string
+	// dump is the end of what the test attached (a process's log).
+	dump []string
 }
 
 // Limits of what the failure summary repeats of one test.
 const (
 	maxFailureLines = 8
 	maxFailureLine  = 400
+	// The last maxDumpLines of an attached dump are repeated for the first
+	// maxDumps failures: what a process said last is most often why it
+	// failed, and the middle of a long run's output may not be kept.
+	maxDumpLines = 12
+	maxDumps     = 3
 )
+
+// dumpTail returns the last lines of the dumps a test attached: the
+// indented continuations of its logged lines.
+func dumpTail(output string) []string {
+	var out []string
+	for _, line := range strings.Split(output, "\n") {
+		if skipLine.MatchString(line) || !strings.HasPrefix(line, "        ") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		line = strings.TrimSpace(line)
+		if len(line) > maxFailureLine {
+			line = line[:maxFailureLine] + "..."
+		}
+		out = append(out, line)
+	}
+	if len(out) > maxDumpLines {
+		out = out[len(out)-maxDumpLines:]
+	}
+	return out
+}
 
 // loggedLines returns the first lines a test logged itself (t.Error,
 // t.Log: "file.go:N: msg"), not their indented continuations, which hold
@@ -357,24 +410,31 @@ func (s *summary) finish(w io.Writer) {
 			reasons = append(reasons, r)
 		}
 		sort.Slice(reasons, func(i, j int) bool {
-			a, b := len(s.skips[reasons[i]]), len(s.skips[reasons[j]])
+			a, b := len(s.skips[reasons[i]].tests), len(s.skips[reasons[j]].tests)
 			if a != b {
 				return a > b
 			}
-			return reasons[i] < reasons[j]
+			return s.skips[reasons[i]].reason < s.skips[reasons[j]].reason
 		})
 		fmt.Fprintln(w, "skipped, by reason:")
 		for _, r := range reasons {
-			tests := s.skips[r]
-			fmt.Fprintf(w, "  %d  %s\n      %s\n", len(tests), r, listTests(tests))
+			g := s.skips[r]
+			fmt.Fprintf(w, "  %d  %s\n      %s\n", len(g.tests), g.reason, listTests(g.tests))
 		}
 	}
 	if len(s.failures) > 0 {
 		fmt.Fprintln(w, "failed:")
+		dumps := 0
 		for _, f := range s.failures {
 			fmt.Fprintf(w, "  %s (%s)\n", f.test, f.pkg)
 			for _, l := range f.lines {
 				fmt.Fprintf(w, "      %s\n", l)
+			}
+			if len(f.dump) > 0 && dumps < maxDumps {
+				dumps++
+				for _, l := range f.dump {
+					fmt.Fprintf(w, "      | %s\n", l)
+				}
 			}
 		}
 	}

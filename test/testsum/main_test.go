@@ -133,6 +133,12 @@ func TestSkipReasons(t *testing.T) {
 		`{"Action":"output","Package":"q","Test":"TestC/x","Output":"        to create cgroups\n"}`,
 		`{"Action":"skip","Package":"q","Test":"TestC/x"}`,
 		`{"Action":"skip","Package":"q","Test":"TestD"}`,
+		`{"Action":"output","Package":"q","Test":"TestE/a","Output":"    e_test.go:9: agent refused 1048576 bytes\n"}`,
+		`{"Action":"skip","Package":"q","Test":"TestE/a"}`,
+		`{"Action":"output","Package":"q","Test":"TestE/b","Output":"    e_test.go:9: agent refused 65536 bytes\n"}`,
+		`{"Action":"skip","Package":"q","Test":"TestE/b"}`,
+		`{"Action":"output","Package":"q","Test":"TestE/c","Output":"    e_test.go:9: agent refused 65536 bytes\n"}`,
+		`{"Action":"skip","Package":"q","Test":"TestE/c"}`,
 	}, "\n")
 	clk := testingclock.NewFakePassiveClock(time.Now())
 	s := newSummary(clk)
@@ -143,13 +149,15 @@ func TestSkipReasons(t *testing.T) {
 	s.finish(&out)
 	want := strings.Join([]string{
 		"skipped, by reason:",
+		"  3  agent refused # bytes",
+		"      TestE/a, TestE/b, TestE/c",
 		"  2  MINIKUBELET_BED is not set: run prepare.sh",
 		"      TestA, TestB",
 		"  1  (no message)",
 		"      TestD",
 		"  1  needs root to create cgroups",
 		"      TestC/x",
-		"0 passed, 0 failed, 4 skipped",
+		"0 passed, 0 failed, 7 skipped",
 		"",
 	}, "\n")
 	if got := out.String(); got != want {
@@ -164,8 +172,8 @@ func TestListTests(t *testing.T) {
 }
 
 // The closing lines repeat each failed test with the lines it logged
-// itself, without the dump of a process's log it attached, so that the
-// last screen of a long run says why it failed.
+// itself, and only the end of the dump of a process's log it attached, so
+// that the last screen of a long run says why it failed.
 func TestFailuresRepeatedAtTheEnd(t *testing.T) {
 	in := strings.Join([]string{
 		`{"Action":"run","Package":"p","Test":"TestA"}`,
@@ -190,6 +198,7 @@ func TestFailuresRepeatedAtTheEnd(t *testing.T) {
 		"  TestA/x (p)",
 		"      a_test.go:12: pod web not Running after 30s: Pending",
 		"      agent_test.go:188: minikubelet log (node-1):",
+		`      | I1125 15:15:12.237332   11046 reflector.go:507] "Caches populated"`,
 		"  TestA (p)",
 		"1 passed, 2 failed, 0 skipped",
 		"",

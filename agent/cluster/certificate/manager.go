@@ -14,8 +14,6 @@ import (
 	"io/fs"
 	mathrand "math/rand/v2"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -25,15 +23,54 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/connrotation"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-
-	"github.com/minikubelet/minikubelet/internal/atomicfile"
 )
 
-// CurrentFile is where the certificate and its key are kept, the
-// kubelet's name.
-const CurrentFile = "kubelet-server-current.pem"
+// Kind says which of the node's certificates a Manager keeps.
+type Kind int
+
+const (
+	// Serving is the kubelet port's serving certificate: signer
+	// kubernetes.io/kubelet-serving, the node's addresses as subject
+	// alternative names, kept as kubelet-server-*.pem.
+	Serving Kind = iota
+	// Client is the node's client certificate towards the apiserver:
+	// signer kubernetes.io/kube-apiserver-client-kubelet, kept as
+	// kubelet-client-*.pem.
+	Client
+)
+
+// profile is what a Kind's requests and files look like, as the kubelet
+// makes them.
+type profile struct {
+	// noun names the certificate in log lines and errors.
+	noun   string
+	prefix string
+	signer string
+	// usages omit key encipherment: the key is ECDSA.
+	usages []certificatesv1.KeyUsage
+	// sans says whether the node's addresses go in the request.
+	sans bool
+}
+
+func (k Kind) profile() profile {
+	if k == Client {
+		return profile{noun: "client certificate", prefix: "kubelet-client", signer: certificatesv1.KubeAPIServerClientKubeletSignerName,
+			usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}}
+	}
+	return profile{noun: "serving certificate", prefix: "kubelet-server", signer: certificatesv1.KubeletServingSignerName,
+		usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}, sans: true}
+}
+
+// CurrentFile is where the serving certificate in use and its key are
+// kept, the kubelet's name; ClientCurrentFile the client certificate's.
+// Each is a link to a dated file beside it.
+const (
+	CurrentFile       = "kubelet-server-current.pem"
+	ClientCurrentFile = "kubelet-client-current.pem"
+)
 
 // Timing: how long one request may wait for its certificate, and the
 // back-off between failed requests.
@@ -53,26 +90,52 @@ type csrClient interface {
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-// Config configures a Manager. Every field is required.
+// Config configures a Manager. NodeName, Dir and Clock are required.
 type Config struct {
-	Client csrClient
-	// NodeName names the certificate's subject, system:node:<NodeName>.
+	Kind Kind
+	// NodeName names the certificate's subject, system:node:<NodeName> in
+	// organization system:nodes.
 	NodeName string
-	// Addresses are the node's: its IP addresses and DNS names (Hostname,
-	// InternalDNS, ExternalDNS) become the certificate's SANs.
+	// Addresses are the node's (Serving only): its IP addresses and DNS
+	// names (Hostname, InternalDNS, ExternalDNS) become the certificate's
+	// SANs.
 	Addresses []v1.NodeAddress
-	// Dir keeps CurrentFile; it is made (mode 0700) when missing.
-	Dir   string
-	Clock clock.WithTicker
+	// Dir keeps the certificates (see store); it is made (mode 0700) when
+	// missing.
+	Dir string
+	// Initial is the certificate to use when Dir holds no usable one (a
+	// client certificate named by --kubeconfig); nil for none. It is not
+	// copied to Dir.
+	Initial *tls.Certificate
+	// Bootstrap, when set, requests certificates while the Manager holds
+	// no valid one (none yet, or expired): the bootstrap kubeconfig's
+	// credentials. Otherwise every request goes through the client Run is
+	// given.
+	Bootstrap csrClient
+	// Rotate requests the next certificate at a random point between 70%
+	// and 90% of the current one's lifetime. Without it, a certificate is
+	// requested only when there is none, it has expired, or it does not
+	// fit the node.
+	Rotate bool
+	Clock  clock.WithTicker
 }
 
-// Manager keeps the serving certificate. Current may be called from any
-// goroutine; Run once.
+// Manager keeps one of the node's certificates. Current, Ready and
+// RESTConfig may be called from any goroutine; Run once.
 type Manager struct {
-	cfg Config
+	cfg   Config
+	kind  profile
+	store store
 	// jitter returns a number in [0, 1) that places the renewal between
 	// 70% and 90% of the lifetime.
 	jitter func() float64
+	// conns tracks the connections of the clients RESTConfig made, closed
+	// when a new certificate is issued.
+	conns *connrotation.ConnectionTracker
+	// ready is closed once the Manager holds a certificate, by New or by
+	// Run (under mu, readyOnce).
+	ready     chan struct{}
+	readyOnce sync.Once
 
 	mu sync.Mutex
 	// cert is the certificate in use, nil before one is issued; guarded
@@ -80,60 +143,70 @@ type Manager struct {
 	cert *tls.Certificate
 }
 
-// New returns a Manager holding the certificate kept in cfg.Dir, if there
-// is a usable one; it contacts no apiserver.
+// New returns a Manager holding the certificate kept in cfg.Dir if there
+// is a valid one, else cfg.Initial; it contacts no apiserver.
 func New(cfg Config) *Manager {
-	m := &Manager{cfg: cfg, jitter: mathrand.Float64}
-	if cert, err := m.load(); err == nil {
+	m := &Manager{cfg: cfg, kind: cfg.Kind.profile(), jitter: mathrand.Float64, conns: connrotation.NewConnectionTracker(), ready: make(chan struct{})}
+	m.store = store{dir: cfg.Dir, prefix: m.kind.prefix}
+	if cert, err := m.store.load(); err == nil && m.valid(cert) {
 		m.cert = cert
+	} else if cfg.Initial != nil && m.valid(cfg.Initial) {
+		m.cert = cfg.Initial
+	}
+	if m.cert != nil {
+		m.readyOnce.Do(func() { close(m.ready) })
 	}
 	return m
 }
 
-func (m *Manager) path() string { return filepath.Join(m.cfg.Dir, CurrentFile) }
-
-// load reads the kept certificate.
-func (m *Manager) load() (*tls.Certificate, error) {
-	data, err := os.ReadFile(m.path())
-	if err != nil {
-		return nil, err
-	}
-	cert, err := tls.X509KeyPair(data, data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m.path(), err)
-	}
-	return &cert, nil
+// valid says whether cert has a parsed leaf that has not expired.
+func (m *Manager) valid(cert *tls.Certificate) bool {
+	return cert != nil && cert.Leaf != nil && m.cfg.Clock.Now().Before(cert.Leaf.NotAfter)
 }
 
-// Current returns the certificate to serve: nil before one is issued, and
+// CurrentPath is the file that holds the certificate Dir keeps (a link
+// to the newest dated file), whether or not it exists yet.
+func (m *Manager) CurrentPath() string { return m.store.current() }
+
+// Current returns the certificate to use: nil before one is issued, and
 // once it has expired.
 func (m *Manager) Current() *tls.Certificate {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.cert == nil || !m.cfg.Clock.Now().Before(m.cert.Leaf.NotAfter) {
+	if !m.valid(m.cert) {
 		return nil
 	}
 	return m.cert
 }
 
-// Run requests certificates as they are needed until ctx is done.
-func (m *Manager) Run(ctx context.Context) {
-	logger := klog.FromContext(ctx).WithName("servingcert")
+// Ready is closed once the Manager holds a certificate (which may have
+// expired since).
+func (m *Manager) Ready() <-chan struct{} { return m.ready }
+
+// Run requests certificates as they are needed until ctx is done. client
+// is the node's own: it makes every request while the Manager holds a
+// valid certificate, and every request when there is no Config.Bootstrap.
+func (m *Manager) Run(ctx context.Context, client csrClient) {
+	logger := klog.FromContext(ctx).WithName(m.kind.prefix)
 	ctx = klog.NewContext(ctx, logger)
-	if _, err := m.load(); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		logger.Info("The kept serving certificate is not usable; requesting a new one", "err", err)
+	if _, err := m.store.load(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		logger.Info("The kept certificate is not usable; requesting a new one", "kind", m.kind.noun, "err", err)
 	}
 	backoff := firstBackoff
 	for {
 		if !m.waitForRenewal(ctx) {
 			return
 		}
-		cert, err := m.request(ctx)
+		with, credentials := client, "the node's"
+		if m.cfg.Bootstrap != nil && m.Current() == nil {
+			with, credentials = m.cfg.Bootstrap, "the bootstrap"
+		}
+		cert, err := m.request(ctx, with, credentials)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			logger.Error(err, "Requesting a serving certificate failed; will retry", "retryIn", backoff)
+			logger.Error(err, "Requesting a certificate failed; will retry", "kind", m.kind.noun, "credentials", credentials, "retryIn", backoff)
 			if !m.sleep(ctx, backoff) {
 				return
 			}
@@ -144,24 +217,33 @@ func (m *Manager) Run(ctx context.Context) {
 		m.mu.Lock()
 		m.cert = cert
 		m.mu.Unlock()
-		logger.Info("Serving certificate issued", "notAfter", cert.Leaf.NotAfter, "dnsNames", cert.Leaf.DNSNames, "ips", cert.Leaf.IPAddresses)
+		m.readyOnce.Do(func() { close(m.ready) })
+		logger.Info("Certificate issued", "kind", m.kind.noun, "serial", cert.Leaf.SerialNumber.Text(16), "notAfter", cert.Leaf.NotAfter, "dnsNames", cert.Leaf.DNSNames, "ips", cert.Leaf.IPAddresses)
+		// Open connections keep the certificate they were made with:
+		// close them, so that every request and watch from now on
+		// authenticates with the new one.
+		m.conns.CloseAll()
+		if m.cfg.Kind == Client {
+			logger.Info("Closed the connections to the apiserver; requests and watches come back with the new certificate")
+		}
 	}
 }
 
-// waitForRenewal waits until the certificate is due for renewal (at once
-// when there is none, or it does not fit the node); false when ctx ended.
+// waitForRenewal waits until a certificate is due (at once when there is
+// none, or it does not fit the node); false when ctx ended.
 func (m *Manager) waitForRenewal(ctx context.Context) bool {
 	m.mu.Lock()
 	cert := m.cert
 	m.mu.Unlock()
-	if cert == nil || !m.fits(cert.Leaf) {
+	if !m.valid(cert) || !m.fits(cert.Leaf) {
 		return ctx.Err() == nil
 	}
-	wait := m.renewalTime(cert.Leaf).Sub(m.cfg.Clock.Now())
+	at := m.renewalTime(cert.Leaf)
+	wait := at.Sub(m.cfg.Clock.Now())
 	if wait <= 0 {
 		return ctx.Err() == nil
 	}
-	klog.FromContext(ctx).V(2).Info("Serving certificate renewal scheduled", "at", m.renewalTime(cert.Leaf))
+	klog.FromContext(ctx).V(2).Info("Certificate renewal scheduled", "kind", m.kind.noun, "at", at)
 	return m.sleep(ctx, wait)
 }
 
@@ -177,9 +259,13 @@ func (m *Manager) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// renewalTime is when a certificate is renewed: at a random point between
-// 70% and 90% of its lifetime, as the kubelet's.
+// renewalTime is when a certificate is renewed: with Rotate, at a random
+// point between 70% and 90% of its lifetime, as the kubelet's; without,
+// when it expires.
 func (m *Manager) renewalTime(c *x509.Certificate) time.Time {
+	if !m.cfg.Rotate {
+		return c.NotAfter
+	}
 	life := c.NotAfter.Sub(c.NotBefore)
 	return c.NotBefore.Add(time.Duration(float64(life) * (0.7 + 0.2*m.jitter())))
 }
@@ -190,6 +276,11 @@ func (m *Manager) fits(c *x509.Certificate) bool {
 	tmpl := m.template()
 	if c.Subject.CommonName != tmpl.Subject.CommonName {
 		return false
+	}
+	for _, org := range tmpl.Subject.Organization {
+		if !slices.Contains(c.Subject.Organization, org) {
+			return false
+		}
 	}
 	for _, name := range tmpl.DNSNames {
 		if !slices.Contains(c.DNSNames, name) {
@@ -210,6 +301,9 @@ func (m *Manager) template() *x509.CertificateRequest {
 	tmpl := &x509.CertificateRequest{
 		Subject: pkix.Name{CommonName: "system:node:" + m.cfg.NodeName, Organization: []string{"system:nodes"}},
 	}
+	if !m.kind.sans {
+		return tmpl
+	}
 	for _, a := range m.cfg.Addresses {
 		ip := net.ParseIP(a.Address)
 		switch {
@@ -227,50 +321,47 @@ func (m *Manager) template() *x509.CertificateRequest {
 	return tmpl
 }
 
-// request makes a key and a CSR, waits for the certificate and keeps both.
-func (m *Manager) request(ctx context.Context) (*tls.Certificate, error) {
+// request makes a key and a CSR with client, waits for the certificate and
+// keeps both.
+func (m *Manager) request(ctx context.Context, client csrClient, credentials string) (*tls.Certificate, error) {
 	tmpl := m.template()
-	if len(tmpl.IPAddresses) == 0 {
+	if m.kind.sans && len(tmpl.IPAddresses) == 0 {
 		return nil, fmt.Errorf("node %s has no IP address to put in a serving certificate", m.cfg.NodeName)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("serving key: %w", err)
+		return nil, fmt.Errorf("key: %w", err)
 	}
 	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
 	if err != nil {
 		return nil, fmt.Errorf("certificate request: %w", err)
 	}
-	csr, err := m.cfg.Client.Create(ctx, &certificatesv1.CertificateSigningRequest{
+	csr, err := client.Create(ctx, &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "csr-"},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: certificatesv1.KubeletServingSignerName,
-			// No key encipherment: the key is ECDSA.
-			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+			SignerName: m.kind.signer,
+			Usages:     m.kind.usages,
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("create CertificateSigningRequest: %w", err)
+		return nil, fmt.Errorf("create CertificateSigningRequest with %s credentials: %w", credentials, err)
 	}
-	klog.FromContext(ctx).Info("Requested a serving certificate; waiting for the CertificateSigningRequest to be approved and issued", "csr", csr.Name)
-	certPEM, err := m.waitIssued(ctx, csr.Name)
+	klog.FromContext(ctx).Info("Requested a certificate; waiting for the CertificateSigningRequest to be approved and issued", "kind", m.kind.noun, "csr", csr.Name, "signer", m.kind.signer, "credentials", credentials)
+	certPEM, err := m.waitIssued(ctx, client, csr.Name)
 	if err != nil {
 		return nil, fmt.Errorf("CertificateSigningRequest %s: %w", csr.Name, err)
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return nil, fmt.Errorf("serving key: %w", err)
+		return nil, fmt.Errorf("key: %w", err)
 	}
 	pair := append(append([]byte(nil), certPEM...), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})...)
 	cert, err := tls.X509KeyPair(pair, pair)
 	if err != nil {
 		return nil, fmt.Errorf("CertificateSigningRequest %s: the issued certificate: %w", csr.Name, err)
 	}
-	if err := os.MkdirAll(m.cfg.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("certificate directory: %w", err)
-	}
-	if err := atomicfile.WriteFile(m.path(), pair, 0o600); err != nil {
+	if err := m.store.save(m.cfg.Clock.Now(), pair); err != nil {
 		return nil, err
 	}
 	return &cert, nil
@@ -283,17 +374,17 @@ var errTimeout = errors.New("not issued within 15 minutes (approve it with kubec
 // certificate; an error when it is denied or failed, or not issued within
 // issueTimeout. It watches the one CSR, from a Get, again after each break
 // of the watch.
-func (m *Manager) waitIssued(ctx context.Context, name string) ([]byte, error) {
+func (m *Manager) waitIssued(ctx context.Context, client csrClient, name string) ([]byte, error) {
 	timer := m.cfg.Clock.NewTimer(issueTimeout)
 	defer timer.Stop()
 	timeout := timer.C()
 	for {
-		csr, err := m.cfg.Client.Get(ctx, name, metav1.GetOptions{})
+		csr, err := client.Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
 			if cert, done, err := issued(csr); done {
 				return cert, err
 			}
-			cert, done, err := m.watchIssued(ctx, name, csr.ResourceVersion, timeout)
+			cert, done, err := watchIssued(ctx, client, name, csr.ResourceVersion, timeout)
 			if done {
 				return cert, err
 			}
@@ -308,8 +399,8 @@ func (m *Manager) waitIssued(ctx context.Context, name string) ([]byte, error) {
 
 // watchIssued watches CSR name from resourceVersion until it is issued,
 // denied or failed (done), or the watch breaks (not done).
-func (m *Manager) watchIssued(ctx context.Context, name, resourceVersion string, timeout <-chan time.Time) ([]byte, bool, error) {
-	w, err := m.cfg.Client.Watch(ctx, metav1.ListOptions{
+func watchIssued(ctx context.Context, client csrClient, name, resourceVersion string, timeout <-chan time.Time) ([]byte, bool, error) {
+	w, err := client.Watch(ctx, metav1.ListOptions{
 		FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
 		ResourceVersion: resourceVersion,
 	})

@@ -68,16 +68,17 @@ func newSigner(t *testing.T, clk *clocktesting.FakeClock) *signer {
 }
 
 func (s *signer) manager(dir string, addresses ...v1.NodeAddress) *Manager {
-	m := New(Config{Client: s.client.CertificatesV1().CertificateSigningRequests(), NodeName: "n1", Addresses: addresses, Dir: dir, Clock: s.clock})
+	m := New(Config{Kind: Serving, NodeName: "n1", Addresses: addresses, Dir: dir, Rotate: true, Clock: s.clock})
 	m.jitter = func() float64 { return 0 } // renew at 70% of the lifetime
 	return m
 }
 
-func run(t *testing.T, m *Manager) {
+// run runs m with the node's client, s's, until the test ends.
+func (s *signer) run(m *Manager) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { m.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	go func() { m.Run(ctx, s.client.CertificatesV1().CertificateSigningRequests()); close(done) }()
+	s.t.Cleanup(func() { cancel(); <-done })
 }
 
 // pending waits for the n-th request and for the manager to watch it, and
@@ -142,10 +143,32 @@ func (s *signer) deny(csr *certificatesv1.CertificateSigningRequest) {
 	}
 }
 
-// waitServing waits until m serves cert.
-func waitServing(t *testing.T, m *Manager, cert *x509.Certificate) {
+// checkRequest checks that csr is for signer, with usages digital
+// signature and use, and for system:node:n1 in system:nodes, and returns
+// its request.
+func checkRequest(t *testing.T, csr *certificatesv1.CertificateSigningRequest, signer string, use certificatesv1.KeyUsage) *x509.CertificateRequest {
 	t.Helper()
-	polltest.Until(t, 10*time.Second, "the issued certificate served", func() (bool, string) {
+	if csr.Spec.SignerName != signer || !slices.Equal(csr.Spec.Usages, []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, use}) {
+		t.Errorf("CSR spec: signer %q usages %v; want %s, digital signature and %s", csr.Spec.SignerName, csr.Spec.Usages, signer, use)
+	}
+	block, _ := pem.Decode(csr.Spec.Request)
+	if block == nil {
+		t.Fatal("the CSR's request is not PEM")
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Subject.CommonName != "system:node:n1" || !slices.Equal(req.Subject.Organization, []string{"system:nodes"}) {
+		t.Errorf("CSR subject %v, want system:node:n1 in system:nodes", req.Subject)
+	}
+	return req
+}
+
+// waitCurrent waits until m uses cert.
+func waitCurrent(t *testing.T, m *Manager, cert *x509.Certificate) {
+	t.Helper()
+	polltest.Until(t, 10*time.Second, "the issued certificate in use", func() (bool, string) {
 		c := m.Current()
 		return c != nil && c.Leaf.SerialNumber.Cmp(cert.SerialNumber) == 0, fmt.Sprintf("current %v", c != nil)
 	})
@@ -164,26 +187,17 @@ func TestIssueAndKeep(t *testing.T) {
 	if m.Current() != nil {
 		t.Fatal("a certificate before any was issued")
 	}
-	run(t, m)
+	s.run(m)
 	csr := s.pending(1)
-	if csr.Spec.SignerName != "kubernetes.io/kubelet-serving" ||
-		!slices.Equal(csr.Spec.Usages, []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}) {
-		t.Errorf("CSR spec: signer %q usages %v", csr.Spec.SignerName, csr.Spec.Usages)
-	}
-	block, _ := pem.Decode(csr.Spec.Request)
-	req, err := x509.ParseCertificateRequest(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if req.Subject.CommonName != "system:node:n1" || !slices.Equal(req.Subject.Organization, []string{"system:nodes"}) ||
-		!slices.Equal(req.DNSNames, []string{"n1"}) || len(req.IPAddresses) != 1 || !req.IPAddresses[0].Equal(net.ParseIP("10.0.0.7")) {
-		t.Errorf("CSR subject %v, DNS %v, IPs %v; want system:node:n1 in system:nodes for n1 and 10.0.0.7", req.Subject, req.DNSNames, req.IPAddresses)
+	req := checkRequest(t, csr, "kubernetes.io/kubelet-serving", certificatesv1.UsageServerAuth)
+	if !slices.Equal(req.DNSNames, []string{"n1"}) || len(req.IPAddresses) != 1 || !req.IPAddresses[0].Equal(net.ParseIP("10.0.0.7")) {
+		t.Errorf("CSR for DNS %v, IPs %v; want n1 and 10.0.0.7", req.DNSNames, req.IPAddresses)
 	}
 	if m.Current() != nil {
 		t.Error("a certificate while the request is pending")
 	}
 	cert := s.issue(csr)
-	waitServing(t, m, cert)
+	waitCurrent(t, m, cert)
 	fi, err := os.Stat(filepath.Join(dir, CurrentFile))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("kept certificate: %v, %v; want mode 0600", fi, err)
@@ -203,9 +217,9 @@ func TestRenewal(t *testing.T) {
 	s := newSigner(t, clk)
 	s.life = 10 * time.Minute
 	m := s.manager(t.TempDir(), addresses...)
-	run(t, m)
+	s.run(m)
 	first := s.issue(s.pending(1))
-	waitServing(t, m, first)
+	waitCurrent(t, m, first)
 
 	polltest.Until(t, 10*time.Second, "the manager waiting for the renewal time", func() (bool, string) { return clk.Waiters() == 1, "" })
 	clk.Step(7*time.Minute - time.Second) // 70% of the lifetime
@@ -222,7 +236,7 @@ func TestRenewal(t *testing.T) {
 		t.Error("an expired certificate is served")
 	}
 	second := s.issue(csr)
-	waitServing(t, m, second)
+	waitCurrent(t, m, second)
 }
 
 // A denied request is retried, with a new request, after a back-off.
@@ -230,7 +244,7 @@ func TestDeniedIsRetried(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	s := newSigner(t, clk)
 	m := s.manager(t.TempDir(), addresses...)
-	run(t, m)
+	s.run(m)
 	s.deny(s.pending(1))
 	// Step the clock until the second request comes; steps taken before
 	// the manager waits count too, so this only bounds from below.
@@ -246,7 +260,7 @@ func TestDeniedIsRetried(t *testing.T) {
 	if stepped < firstBackoff {
 		t.Errorf("retried after %v, before the back-off of %v", stepped, firstBackoff)
 	}
-	waitServing(t, m, s.issue(s.pending(2)))
+	waitCurrent(t, m, s.issue(s.pending(2)))
 }
 
 // A kept certificate that does not name the node's addresses (its IP
@@ -256,18 +270,18 @@ func TestNewAddressRenewsAtOnce(t *testing.T) {
 	s := newSigner(t, clk)
 	dir := t.TempDir()
 	old := s.manager(dir, addresses...)
-	run(t, old)
+	s.run(old)
 	first := s.issue(s.pending(1))
-	waitServing(t, old, first)
+	waitCurrent(t, old, first)
 
 	moved := s.manager(dir, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "10.0.0.8"}, v1.NodeAddress{Type: v1.NodeHostName, Address: "n1"})
 	if c := moved.Current(); c == nil || c.Leaf.SerialNumber.Cmp(first.SerialNumber) != 0 {
 		t.Fatal("the kept certificate is not served while a new one is requested")
 	}
-	run(t, moved)
+	s.run(moved)
 	second := s.issue(s.pending(2))
 	if !second.IPAddresses[0].Equal(net.ParseIP("10.0.0.8")) {
 		t.Errorf("new certificate for %v, want 10.0.0.8", second.IPAddresses)
 	}
-	waitServing(t, moved, second)
+	waitCurrent(t, moved, second)
 }

@@ -8,12 +8,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/internal/kubeclient"
 )
 
 // mirrorLister lists the mirror pods bound to the node.
@@ -27,7 +27,7 @@ type mirrorLister interface {
 // Config configures a Manager.
 type Config struct {
 	// Client creates and deletes pods. Required.
-	Client corev1client.PodsGetter
+	Client kubeclient.Interface
 	// NodeName goes into the mirror pods' spec.nodeName. Required.
 	NodeName string
 	// Static returns the static pods the node runs and does not

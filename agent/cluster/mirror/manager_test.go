@@ -13,6 +13,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/internal/kubeclient/kubeclienttest"
 )
 
 type fakeMirrors []*v1.Pod
@@ -59,7 +60,7 @@ func TestReconcile(t *testing.T) {
 				}
 			}
 			m := New(Config{
-				Client:   client.CoreV1(),
+				Client:   kubeclienttest.Wrap(client),
 				NodeName: "n1",
 				Static:   func() []*v1.Pod { return tt.static },
 				Mirrors:  fakeMirrors(tt.mirrors),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,12 +14,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/minikubelet/minikubelet/internal/events"
+	"github.com/minikubelet/minikubelet/internal/kubeclient"
 )
 
 // LeaseNamespace holds the nodes' leases.
@@ -34,7 +39,7 @@ type Pressure struct {
 // defaults.
 type Config struct {
 	// Client talks to the apiserver. Required.
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// NodeName names the Node and its Lease. Required.
 	NodeName string
 	// Labels and Taints are given to the Node when it is registered
@@ -50,12 +55,25 @@ type Config struct {
 	Capacity    v1.ResourceList
 	Allocatable v1.ResourceList
 	NodeInfo    v1.NodeSystemInfo
+	// DeclaredFeatures go into status.declaredFeatures: what the node
+	// serves that the control plane may use (NodeDeclaredFeatures), such
+	// as ExtendWebSocketsToKubelet.
+	DeclaredFeatures []string
+	// Features and RuntimeHandlers go into status.features and
+	// status.runtimeHandlers: what the runtime says it supports, as the
+	// kubelet reports it (nil: left out).
+	Features        *v1.NodeFeatures
+	RuntimeHandlers []v1.NodeRuntimeHandler
 	// Ready says whether the node can run pods; its error is the Ready
 	// condition's message otherwise. Nil means always ready.
 	Ready func() error
 	// Pressure reads the node's resource pressure. Nil means none.
 	Pressure func() Pressure
-	Clock    clock.WithTicker
+	// Events records the kubelet's node events: Starting, and each
+	// condition's change (NodeReady, NodeNotReady,
+	// NodeHasSufficientMemory, ...); nil records none.
+	Events eventRecorder
+	Clock  clock.WithTicker
 	// StatusUpdateFrequency (10s) is how often the status is computed;
 	// StatusReportFrequency (5m) how often it is patched when nothing
 	// changed.
@@ -76,12 +94,38 @@ type Manager struct {
 	node *v1.Node
 	// lastReport is when the status was last patched; guarded by mu.
 	lastReport time.Time
+	// evented is each condition's status as last told in an event; only
+	// Run's goroutine touches it.
+	evented map[v1.NodeConditionType]v1.ConditionStatus
+	// informer watches the Node (field selector metadata.name), so that
+	// each status update compares against the Node as the apiserver has
+	// it without a GET every StatusUpdateFrequency: the kubelet reads it
+	// from its Node informer too. Run runs it.
+	informer cache.SharedIndexInformer
+	// reread asks the next status update to GET the Node instead of
+	// reading the informer's copy: the last update failed, and the copy
+	// may be what it failed on (the kubelet's retries read from the
+	// apiserver too). Only the status goroutine touches it.
+	reread bool
+	// lease is the Lease as last created or renewed, which the next
+	// renewal updates without reading it first, as the kubelet's lease
+	// controller does; nil to read it (at start, and after a renewal
+	// failed). Only the lease goroutine touches it.
+	lease *coordinationv1.Lease
+}
+
+// eventRecorder records the kubelet's events (agent/cluster/events).
+type eventRecorder interface {
+	Eventf(ref *v1.ObjectReference, eventType, reason, messageFmt string, args ...any)
 }
 
 // New returns a Manager.
 func New(cfg Config) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Events == nil {
+		cfg.Events = events.Discard{}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -92,7 +136,10 @@ func New(cfg Config) *Manager {
 	def(&cfg.StatusReportFrequency, 5*time.Minute)
 	def(&cfg.LeaseDuration, 40*time.Second)
 	def(&cfg.LeaseRenewInterval, 10*time.Second)
-	return &Manager{cfg: cfg}
+	informer := kubeclient.Informer(cfg.Client, cfg.Client.Nodes(), &v1.Node{}, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, cfg.NodeName).String()
+	}, 0, nil)
+	return &Manager{cfg: cfg, evented: map[v1.NodeConditionType]v1.ConditionStatus{}, informer: informer}
 }
 
 // Node returns the Node as last seen, nil before it is registered. The
@@ -123,16 +170,19 @@ func (m *Manager) Run(ctx context.Context) {
 		delay = min(2*delay, 7*time.Second)
 	}
 	logger.Info("Node registered")
+	m.event(v1.EventTypeNormal, events.Starting, "Starting minikubelet.")
 	if err := m.updateStatus(ctx); err != nil {
 		logger.Error(err, "Updating the node's status failed; will retry")
 	}
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		m.runLease(ctx)
-	}()
 	defer wg.Wait()
+	for _, run := range []func(context.Context){m.runLease, m.informer.RunWithContext} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(ctx)
+		}()
+	}
 	ticker := m.cfg.Clock.NewTicker(m.cfg.StatusUpdateFrequency)
 	defer ticker.Stop()
 	for {
@@ -158,7 +208,7 @@ func (m *Manager) bounded(ctx context.Context, d time.Duration, f func(context.C
 // register creates the Node, or adopts the one that exists, adding the
 // configured labels to it.
 func (m *Manager) register(ctx context.Context) error {
-	nodes := m.cfg.Client.CoreV1().Nodes()
+	nodes := m.cfg.Client.Nodes()
 	want := m.initialNode()
 	created, err := nodes.Create(ctx, want, metav1.CreateOptions{})
 	if err == nil {
@@ -228,6 +278,9 @@ func (m *Manager) fillStatus(n *v1.Node, now time.Time) {
 	n.Status.Addresses = append([]v1.NodeAddress(nil), m.cfg.Addresses...)
 	n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(m.cfg.KubeletPort)
 	n.Status.NodeInfo = mergeNodeInfo(n.Status.NodeInfo, m.cfg.NodeInfo)
+	n.Status.DeclaredFeatures = slices.Clone(m.cfg.DeclaredFeatures)
+	n.Status.Features = m.cfg.Features.DeepCopy()
+	n.Status.RuntimeHandlers = slices.Clone(m.cfg.RuntimeHandlers)
 	n.Status.Conditions = Conditions(n.Status.Conditions, m.readiness(), m.pressure(), now)
 }
 
@@ -307,13 +360,36 @@ func Conditions(old []v1.NodeCondition, ready error, p Pressure, now time.Time) 
 	return out
 }
 
-// updateStatus reads the Node, computes its status and patches it when it
-// changed (heartbeats aside) or is due for a report.
+// updateStatus computes the Node's status and patches it when it changed
+// (heartbeats aside) or is due for a report.
 func (m *Manager) updateStatus(ctx context.Context) error {
-	nodes := m.cfg.Client.CoreV1().Nodes()
-	old, err := nodes.Get(ctx, m.cfg.NodeName, metav1.GetOptions{})
+	err := m.tryUpdateStatus(ctx)
+	m.reread = err != nil
+	return err
+}
+
+// currentNode is the Node as the informer has it, or as the apiserver
+// answers a GET when the informer has not synced, does not hold it, or
+// the last update failed.
+func (m *Manager) currentNode(ctx context.Context) (*v1.Node, error) {
+	if !m.reread && m.informer.HasSynced() {
+		obj, ok, err := m.informer.GetStore().GetByKey(m.cfg.NodeName)
+		if n, isNode := obj.(*v1.Node); err == nil && ok && isNode {
+			return n, nil
+		}
+	}
+	n, err := m.cfg.Client.Nodes().Get(ctx, m.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("get node %s: %w", m.cfg.NodeName, err)
+		return nil, fmt.Errorf("get node %s: %w", m.cfg.NodeName, err)
+	}
+	return n, nil
+}
+
+func (m *Manager) tryUpdateStatus(ctx context.Context) error {
+	nodes := m.cfg.Client.Nodes()
+	old, err := m.currentNode(ctx)
+	if err != nil {
+		return err
 	}
 	now := m.cfg.Clock.Now()
 	cur := old.DeepCopy()
@@ -323,6 +399,7 @@ func (m *Manager) updateStatus(ctx context.Context) error {
 	m.mu.Unlock()
 	if !due && !statusChanged(old.Status, cur.Status) {
 		m.setNode(old)
+		m.conditionEvents(old.Status.Conditions)
 		return nil
 	}
 	patch, err := statusPatch(old, cur)
@@ -337,8 +414,49 @@ func (m *Manager) updateStatus(ctx context.Context) error {
 	m.lastReport = now
 	m.node = patched
 	m.mu.Unlock()
+	m.conditionEvents(patched.Status.Conditions)
 	klog.FromContext(ctx).V(2).Info("Node status patched", "ready", readyStatus(patched))
 	return nil
+}
+
+// conditionEventReasons are the kubelet's event reasons of condition t
+// with status True and False; ok is false for a condition the agent does
+// not set.
+func conditionEventReasons(t v1.NodeConditionType) (ifTrue, ifFalse string, ok bool) {
+	switch t {
+	case v1.NodeReady:
+		return events.NodeReady, events.NodeNotReady, true
+	case v1.NodeMemoryPressure:
+		return "NodeHasInsufficientMemory", "NodeHasSufficientMemory", true
+	case v1.NodeDiskPressure:
+		return "NodeHasDiskPressure", "NodeHasNoDiskPressure", true
+	case v1.NodePIDPressure:
+		return "NodeHasInsufficientPID", "NodeHasSufficientPID", true
+	}
+	return "", "", false
+}
+
+// conditionEvents records, for each condition the agent sets whose status
+// changed since the last event (or was never told), the kubelet's event:
+// "Node <name> status is now: NodeReady", and so on.
+func (m *Manager) conditionEvents(conds []v1.NodeCondition) {
+	for _, c := range conds {
+		ifTrue, ifFalse, ok := conditionEventReasons(c.Type)
+		if !ok || m.evented[c.Type] == c.Status || c.Status == v1.ConditionUnknown {
+			continue
+		}
+		m.evented[c.Type] = c.Status
+		reason := ifFalse
+		if c.Status == v1.ConditionTrue {
+			reason = ifTrue
+		}
+		m.event(v1.EventTypeNormal, reason, "Node %s status is now: %s", m.cfg.NodeName, reason)
+	}
+}
+
+// event records an event about the node.
+func (m *Manager) event(eventType, reason, messageFmt string, args ...any) {
+	m.cfg.Events.Eventf(events.Node(m.cfg.NodeName), eventType, reason, messageFmt, args...)
 }
 
 func readyStatus(n *v1.Node) v1.ConditionStatus {
@@ -405,20 +523,37 @@ func (m *Manager) runLease(ctx context.Context) {
 	}
 }
 
-// renewLease creates or renews the node's Lease.
+// renewLease creates or renews the node's Lease. It renews the Lease as
+// it last wrote it, without reading it first; when that fails (someone
+// else wrote it: a conflict), it reads the Lease and renews that.
 func (m *Manager) renewLease(ctx context.Context) error {
-	leases := m.cfg.Client.CoordinationV1().Leases(LeaseNamespace)
+	leases := m.cfg.Client.Leases(LeaseNamespace)
 	now := metav1.NewMicroTime(m.cfg.Clock.Now())
+	if m.lease != nil {
+		l := m.lease.DeepCopy()
+		m.fillLease(l, now)
+		renewed, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+		if err == nil {
+			m.lease = renewed
+			return nil
+		}
+		m.lease = nil
+		if ctx.Err() != nil {
+			return fmt.Errorf("renew lease %s/%s: %w", LeaseNamespace, m.cfg.NodeName, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Renewing the lease as last written failed; reading it again", "err", err)
+	}
 	l, err := leases.Get(ctx, m.cfg.NodeName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		l = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: m.cfg.NodeName, Namespace: LeaseNamespace},
 		}
 		m.fillLease(l, now)
-		_, err = leases.Create(ctx, l, metav1.CreateOptions{})
+		created, err := leases.Create(ctx, l, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("create lease %s/%s: %w", LeaseNamespace, m.cfg.NodeName, err)
 		}
+		m.lease = created
 		return nil
 	}
 	if err != nil {
@@ -426,9 +561,11 @@ func (m *Manager) renewLease(ctx context.Context) error {
 	}
 	l = l.DeepCopy()
 	m.fillLease(l, now)
-	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+	renewed, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("renew lease %s/%s: %w", LeaseNamespace, m.cfg.NodeName, err)
 	}
+	m.lease = renewed
 	return nil
 }
 

@@ -3,6 +3,9 @@ package nodestatus
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/internal/kubeclient/kubeclienttest"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -67,7 +72,8 @@ func TestRegisterLeaseStatus(t *testing.T) {
 		existing *v1.Node
 	}{
 		{name: "new node"},
-		{name: "existing node gets the labels", existing: &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"keep": "me"}}}},
+		{name: "existing node gets the labels", existing: &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"keep": "me"}},
+			Status: v1.NodeStatus{DeclaredFeatures: []string{"DeclaredByAnEarlierAgent"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,15 +83,16 @@ func TestRegisterLeaseStatus(t *testing.T) {
 			}
 			clk := clocktesting.NewFakeClock(t0)
 			m := New(Config{
-				Client:      client,
-				NodeName:    "n1",
-				Labels:      map[string]string{"role": "edge"},
-				Taints:      []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}},
-				Capacity:    v1.ResourceList{v1.ResourcePods: resource.MustParse("110")},
-				Allocatable: v1.ResourceList{v1.ResourcePods: resource.MustParse("110")},
-				NodeInfo:    v1.NodeSystemInfo{ContainerRuntimeVersion: "containerd://2.1.4", OperatingSystem: "linux"},
-				KubeletPort: 10250,
-				Clock:       clk,
+				Client:           kubeclienttest.Wrap(client),
+				NodeName:         "n1",
+				Labels:           map[string]string{"role": "edge"},
+				Taints:           []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}},
+				Capacity:         v1.ResourceList{v1.ResourcePods: resource.MustParse("110")},
+				Allocatable:      v1.ResourceList{v1.ResourcePods: resource.MustParse("110")},
+				NodeInfo:         v1.NodeSystemInfo{ContainerRuntimeVersion: "containerd://2.1.4", OperatingSystem: "linux"},
+				KubeletPort:      10250,
+				DeclaredFeatures: []string{"ExtendWebSocketsToKubelet"},
+				Clock:            clk,
 			})
 			ctx := context.Background()
 			if err := m.register(ctx); err != nil {
@@ -113,6 +120,9 @@ func TestRegisterLeaseStatus(t *testing.T) {
 			if n.Status.NodeInfo.ContainerRuntimeVersion != "containerd://2.1.4" || n.Status.Capacity.Pods().Value() != 110 || n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
 				t.Errorf("status = %+v", n.Status)
 			}
+			if !slices.Equal(n.Status.DeclaredFeatures, []string{"ExtendWebSocketsToKubelet"}) {
+				t.Errorf("declaredFeatures = %q, want [ExtendWebSocketsToKubelet]", n.Status.DeclaredFeatures)
+			}
 			l, err := client.CoordinationV1().Leases(LeaseNamespace).Get(ctx, "n1", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -139,5 +149,50 @@ func TestRegisterLeaseStatus(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+type nodeEvents struct{ got []string }
+
+func (e *nodeEvents) Eventf(ref *v1.ObjectReference, eventType, reason, messageFmt string, args ...any) {
+	e.got = append(e.got, ref.Kind+"/"+ref.Name+" "+reason+": "+fmt.Sprintf(messageFmt, args...))
+}
+
+// Each condition's change is told once in the kubelet's event, and only
+// when it changes.
+func TestConditionEvents(t *testing.T) {
+	client := fake.NewClientset()
+	ev := &nodeEvents{}
+	var notReady error
+	m := New(Config{Client: kubeclienttest.Wrap(client), NodeName: "n1", Clock: clocktesting.NewFakeClock(t0), Events: ev, Ready: func() error { return notReady }})
+	ctx := context.Background()
+	if err := m.register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.updateStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"Node/n1 NodeHasSufficientMemory: Node n1 status is now: NodeHasSufficientMemory",
+		"Node/n1 NodeHasNoDiskPressure: Node n1 status is now: NodeHasNoDiskPressure",
+		"Node/n1 NodeHasSufficientPID: Node n1 status is now: NodeHasSufficientPID",
+		"Node/n1 NodeReady: Node n1 status is now: NodeReady",
+	}
+	if !slices.Equal(ev.got, want) {
+		t.Errorf("first status events:\n%s\nwant:\n%s", strings.Join(ev.got, "\n"), strings.Join(want, "\n"))
+	}
+	ev.got = nil
+	if err := m.updateStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.got) != 0 {
+		t.Errorf("events without a change: %v", ev.got)
+	}
+	notReady = errors.New("runtime down")
+	if err := m.updateStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ev.got, []string{"Node/n1 NodeNotReady: Node n1 status is now: NodeNotReady"}) {
+		t.Errorf("events when the node turns not ready: %v", ev.got)
 	}
 }

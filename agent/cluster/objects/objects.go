@@ -11,10 +11,13 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/internal/kubeclient"
 )
 
 // Token renewal, as the kubelet's token manager: a token is renewed once
@@ -27,38 +30,50 @@ const (
 // Config configures a Cache.
 type Config struct {
 	// Client talks to the apiserver. Required.
-	Client kubernetes.Interface
-	// Clock decides when tokens are renewed. Nil means the real clock.
-	Clock clock.PassiveClock
-	// SyncTimeout bounds how long a lookup waits for a namespace's
-	// informers to list their objects the first time. Zero means 10s.
+	Client kubeclient.Interface
+	// Clock decides when tokens are renewed and when an object not read
+	// for a while stops being watched. Nil means the real clock.
+	Clock clock.WithTicker
+	// SyncTimeout bounds how long a lookup waits for an object's watch to
+	// fetch it the first time. Zero means 10s.
 	SyncTimeout time.Duration
+	// SyncFrequency is the agent's --sync-frequency, how often a pod's
+	// volumes are set up again (and so its objects read): an object no
+	// lookup asked for within five of them stops being watched until the
+	// next lookup, as with the kubelet. Zero means a minute.
+	SyncFrequency time.Duration
 }
 
 // Cache serves configMaps, secrets and service account tokens to volume
-// plugins and pod workers. Create it with New and start it with Run;
-// its methods are safe for concurrent use, and before Run or after it
-// ended they answer from what is cached (configMaps and secrets: an error).
+// plugins and pod workers. Create it with New and start it with Run.
+//
+// ConfigMaps and secrets are served only to pods registered with
+// RegisterPod, and only those they refer to: each is fetched and watched
+// on its own (list and watch with the field selector metadata.name=NAME
+// in its namespace), from the first pod that refers to it until
+// UnregisterPod or RegisterPod of a newer version drops the last
+// reference. Nothing lists or watches a namespace's objects: the Node
+// authorizer would refuse it (DESIGN.md rule 8).
+//
+// Its methods are safe for concurrent use. Watches run only while Run
+// does; before it, a lookup waits (at most SyncTimeout) for Run.
 type Cache struct {
-	cfg Config
-	// stop is closed when Run's ctx is done: it stops the informers.
-	stop chan struct{}
-	// running is closed when Run starts: informers are started only then.
-	running chan struct{}
+	cfg        Config
+	configMaps *watches
+	secrets    *watches
 
 	mu sync.Mutex
-	// namespaces holds the informers of each namespace asked about;
-	// guarded by mu.
-	namespaces map[string]*nsObjects
+	// pods are the registered pods' references, by UID; guarded by mu,
+	// which also orders RegisterPod and UnregisterPod calls.
+	pods map[types.UID]podReferences
 	// tokens are the tokens handed out, by request; guarded by mu.
 	tokens map[string]*cachedToken
 }
 
-// nsObjects are one namespace's configMap and secret informers.
-type nsObjects struct {
-	factory    informers.SharedInformerFactory
-	configMaps cache.SharedIndexInformer
-	secrets    cache.SharedIndexInformer
+// podReferences are what a registered pod refers to.
+type podReferences struct {
+	namespace string
+	references
 }
 
 type cachedToken struct {
@@ -68,7 +83,14 @@ type cachedToken struct {
 	renewAt, expiresAt time.Time
 }
 
-// New returns a Cache with nothing cached.
+// minIdle is the least time an object stays watched without being read,
+// as the kubelet's; idlePeriod is how often idle watches are stopped.
+const (
+	minIdle    = time.Minute
+	idlePeriod = time.Minute
+)
+
+// New returns a Cache with nothing cached. It contacts no apiserver.
 func New(cfg Config) *Cache {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
@@ -76,82 +98,152 @@ func New(cfg Config) *Cache {
 	if cfg.SyncTimeout <= 0 {
 		cfg.SyncTimeout = 10 * time.Second
 	}
+	if cfg.SyncFrequency <= 0 {
+		cfg.SyncFrequency = time.Minute
+	}
+	maxIdle := max(5*cfg.SyncFrequency, minIdle)
+	core := cfg.Client
 	return &Cache{
-		cfg:        cfg,
-		stop:       make(chan struct{}),
-		running:    make(chan struct{}),
-		namespaces: map[string]*nsObjects{},
-		tokens:     map[string]*cachedToken{},
+		cfg: cfg,
+		configMaps: newWatches(kind{
+			resource:  v1.Resource("configmaps"),
+			newObject: func() runtime.Object { return &v1.ConfigMap{} },
+			list: func(ctx context.Context, ns string, opts metav1.ListOptions) (runtime.Object, error) {
+				return core.ConfigMaps(ns).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
+				return core.ConfigMaps(ns).Watch(ctx, opts)
+			},
+			immutable: func(o runtime.Object) bool {
+				cm, ok := o.(*v1.ConfigMap)
+				return ok && cm.Immutable != nil && *cm.Immutable
+			},
+			client: cfg.Client,
+		}, cfg.Clock, maxIdle),
+		secrets: newWatches(kind{
+			resource:  v1.Resource("secrets"),
+			newObject: func() runtime.Object { return &v1.Secret{} },
+			list: func(ctx context.Context, ns string, opts metav1.ListOptions) (runtime.Object, error) {
+				return core.Secrets(ns).List(ctx, opts)
+			},
+			watch: func(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
+				return core.Secrets(ns).Watch(ctx, opts)
+			},
+			immutable: func(o runtime.Object) bool {
+				s, ok := o.(*v1.Secret)
+				return ok && s.Immutable != nil && *s.Immutable
+			},
+			client: cfg.Client,
+		}, cfg.Clock, maxIdle),
+		pods:   map[types.UID]podReferences{},
+		tokens: map[string]*cachedToken{},
 	}
 }
 
-// Run lets informers start and stops them all when ctx is done. Call it
-// once.
+// Run runs the watches until ctx is done, stopping those not read for a
+// while, and then stops them all and waits for them. Call it once.
 func (o *Cache) Run(ctx context.Context) {
-	close(o.running)
-	<-ctx.Done()
-	close(o.stop)
+	logger := klog.FromContext(ctx).WithName("objects")
+	o.configMaps.begin()
+	o.secrets.begin()
+	defer o.secrets.end()
+	defer o.configMaps.end()
+	t := o.cfg.Clock.NewTicker(idlePeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			o.configMaps.stopIdle(logger)
+			o.secrets.stopIdle(logger)
+		}
+	}
+}
+
+// RegisterPod records the configMaps and secrets pod refers to, starting
+// the watches of those no other registered pod refers to, and, when pod
+// is a newer version of a registered pod, dropping the references the
+// older version made and this one does not. Call it for each pod the
+// node is to run, whenever it changes; it does not block on the
+// apiserver.
+func (o *Cache) RegisterPod(pod *v1.Pod) {
+	refs := podReferences{namespace: pod.Namespace, references: referencesOf(pod)}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, ns := range o.namespaces {
-		ns.factory.Shutdown()
-	}
-}
-
-// namespace returns the namespace's informers, starting them the first
-// time, and waits (at most SyncTimeout) for Run to have started and for
-// them to have listed once.
-func (o *Cache) namespace(ctx context.Context, namespace string) (*nsObjects, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.cfg.SyncTimeout)
-	defer cancel()
-	select {
-	case <-o.running:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("objects of namespace %s: not running: %w", namespace, ctx.Err())
-	}
-	o.mu.Lock()
-	ns, ok := o.namespaces[namespace]
-	if !ok {
-		f := informers.NewSharedInformerFactoryWithOptions(o.cfg.Client, 0, informers.WithNamespace(namespace))
-		ns = &nsObjects{
-			factory:    f,
-			configMaps: f.Core().V1().ConfigMaps().Informer(),
-			secrets:    f.Core().V1().Secrets().Informer(),
+	prev, ok := o.pods[pod.UID]
+	o.pods[pod.UID] = refs
+	// New references first, so that an object both versions refer to
+	// keeps its watch.
+	for name := range refs.configMaps {
+		if !ok || !prev.configMaps[name] {
+			o.configMaps.addRef(refs.namespace, name)
 		}
-		o.namespaces[namespace] = ns
-		f.Start(o.stop)
 	}
-	o.mu.Unlock()
-	if ns.configMaps.HasSynced() && ns.secrets.HasSynced() {
-		return ns, nil
+	for name := range refs.secrets {
+		if !ok || !prev.secrets[name] {
+			o.secrets.addRef(refs.namespace, name)
+		}
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), ns.configMaps.HasSynced, ns.secrets.HasSynced) {
-		return nil, fmt.Errorf("configMaps and secrets of namespace %s: not listed from the apiserver within %v", namespace, o.cfg.SyncTimeout)
+	if ok {
+		o.dropLocked(prev, refs.references)
 	}
-	return ns, nil
 }
 
-// GetConfigMap returns namespace/name from the namespace's informer; an
-// error for which apierrors.IsNotFound holds when there is none.
+// UnregisterPod drops the references of the pod of uid, if registered:
+// the watches of objects no other registered pod refers to stop. Call it
+// when the pod is gone from the node or has finished.
+func (o *Cache) UnregisterPod(uid types.UID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	prev, ok := o.pods[uid]
+	if !ok {
+		return
+	}
+	delete(o.pods, uid)
+	o.dropLocked(prev, references{})
+}
+
+// dropLocked drops the references of prev that keep does not make.
+func (o *Cache) dropLocked(prev podReferences, keep references) {
+	for name := range prev.configMaps {
+		if !keep.configMaps[name] {
+			o.configMaps.dropRef(prev.namespace, name)
+		}
+	}
+	for name := range prev.secrets {
+		if !keep.secrets[name] {
+			o.secrets.dropRef(prev.namespace, name)
+		}
+	}
+}
+
+// GetConfigMap returns the configMap namespace/name as its watch last saw
+// it, waiting at most SyncTimeout for the watch's first list; an error
+// for which apierrors.IsNotFound holds when it does not exist, another
+// error when no registered pod refers to it.
 func (o *Cache) GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
-	ns, err := o.namespace(ctx, namespace)
-	if err != nil {
-		return nil, err
-	}
-	cm, err := listerGet[*v1.ConfigMap](ns.configMaps, namespace, name, v1.Resource("configmaps"))
-	if err != nil {
-		return nil, err
-	}
-	return cm, nil
+	return get[*v1.ConfigMap](ctx, o.configMaps, o.cfg.SyncTimeout, namespace, name)
 }
 
 // GetSecret is GetConfigMap for a secret.
 func (o *Cache) GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
-	ns, err := o.namespace(ctx, namespace)
+	return get[*v1.Secret](ctx, o.secrets, o.cfg.SyncTimeout, namespace, name)
+}
+
+func get[T runtime.Object](ctx context.Context, w *watches, timeout time.Duration, namespace, name string) (T, error) {
+	var zero T
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	obj, err := w.get(ctx, namespace, name)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	return listerGet[*v1.Secret](ns.secrets, namespace, name, v1.Resource("secrets"))
+	t, ok := obj.(T)
+	if !ok {
+		return zero, fmt.Errorf("watch of %s %s/%s holds a %T", w.kind.resource, namespace, name, obj)
+	}
+	return t, nil
 }
 
 // GetServiceAccountToken returns a token of the service account
@@ -168,7 +260,7 @@ func (o *Cache) GetServiceAccountToken(ctx context.Context, namespace, name stri
 	if cached != nil && now.Before(cached.renewAt) {
 		return cached.tr, nil
 	}
-	tr, err := o.cfg.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req.DeepCopy(), metav1.CreateOptions{})
+	tr, err := o.cfg.Client.ServiceAccounts(namespace).CreateToken(ctx, name, req.DeepCopy(), metav1.CreateOptions{})
 	if err != nil {
 		if cached != nil && now.Before(cached.expiresAt) {
 			return cached.tr, nil

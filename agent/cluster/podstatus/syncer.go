@@ -11,11 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/minikubelet/minikubelet/internal/kubeclient"
 )
 
 // statusSource holds the agent's newest status of each pod.
@@ -41,7 +42,7 @@ type podLookup interface {
 // Config configures a Syncer.
 type Config struct {
 	// Client patches and deletes pods. Required.
-	Client corev1client.PodsGetter
+	Client kubeclient.Interface
 	// Statuses and Pods are required.
 	Statuses statusSource
 	Pods     podLookup
@@ -182,11 +183,13 @@ func (s *Syncer) sync(ctx context.Context, uid types.UID) error {
 
 // Merge returns the status to write: the agent's status st, with the
 // conditions of api whose type the agent does not set (set by others, say
-// DisruptionTarget by the API) and api's nominatedNodeName kept. A
-// terminal phase in the API is never turned back.
+// DisruptionTarget by the API) and api's nominatedNodeName kept. The
+// resize conditions are the agent's even when it does not set them: one
+// missing from st has been cleared. A terminal phase in the API is never
+// turned back.
 func Merge(api, st v1.PodStatus) v1.PodStatus {
 	out := *st.DeepCopy()
-	own := map[v1.PodConditionType]bool{}
+	own := map[v1.PodConditionType]bool{v1.PodResizePending: true, v1.PodResizeInProgress: true}
 	for _, c := range out.Conditions {
 		own[c.Type] = true
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/internal/kubeclient/kubeclienttest"
 )
 
 var t0 = metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
@@ -29,6 +31,23 @@ func TestMerge(t *testing.T) {
 			st:        v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}},
 			wantPhase: v1.PodRunning,
 			wantConds: []v1.PodConditionType{v1.PodReady, v1.DisruptionTarget},
+		},
+		{
+			name:      "readiness gates' conditions kept",
+			api:       v1.PodStatus{Conditions: []v1.PodCondition{{Type: "example.com/lb", Status: v1.ConditionTrue}, {Type: v1.PodReady, Status: v1.ConditionFalse}}},
+			st:        v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}},
+			wantPhase: v1.PodRunning,
+			wantConds: []v1.PodConditionType{v1.PodReady, "example.com/lb"},
+		},
+		{
+			name: "a resize condition the agent cleared goes",
+			api: v1.PodStatus{Conditions: []v1.PodCondition{
+				{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue},
+				{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonDeferred},
+			}},
+			st:        v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}},
+			wantPhase: v1.PodRunning,
+			wantConds: []v1.PodConditionType{v1.PodReady},
 		},
 		{
 			name:      "terminal phase never turned back",
@@ -158,7 +177,7 @@ func TestSync(t *testing.T) {
 				statuses[tt.pod.UID] = *tt.status
 			}
 			s := New(Config{
-				Client:   client.CoreV1(),
+				Client:   kubeclienttest.Wrap(client),
 				Statuses: statuses,
 				Pods:     fakePods{tt.pod.UID: tt.pod},
 				Gone:     func(types.UID) bool { return tt.gone },

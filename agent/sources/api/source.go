@@ -12,14 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/sources"
+	"github.com/minikubelet/minikubelet/internal/kubeclient"
 )
 
 // uidIndex is the informer index of pods by UID.
@@ -28,7 +27,7 @@ const uidIndex = "uid"
 // Config configures a Source.
 type Config struct {
 	// Client talks to the apiserver. Required.
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// NodeName selects the pods: spec.nodeName=NodeName. Required.
 	NodeName string
 	// Clock stamps kubernetes.io/config.seen. Nil means the real clock.
@@ -42,7 +41,6 @@ type Config struct {
 // concurrent use at any time.
 type Source struct {
 	cfg      Config
-	factory  informers.SharedInformerFactory
 	informer cache.SharedIndexInformer
 	// changed wakes Run when the informer's store changed; capacity 1 so
 	// that a burst of events collapses into one snapshot. Written by the
@@ -63,22 +61,17 @@ func New(cfg Config) (*Source, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.ResyncPeriod,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	informer := kubeclient.Informer(cfg.Client, cfg.Client.Pods(""), &v1.Pod{},
+		func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
-		}))
-	informer := factory.Core().V1().Pods().Informer()
-	if err := informer.AddIndexers(cache.Indexers{uidIndex: func(obj any) ([]string, error) {
-		if p, ok := obj.(*v1.Pod); ok {
-			return []string{string(p.UID)}, nil
-		}
-		return nil, nil
-	}}); err != nil {
-		return nil, fmt.Errorf("apiserver pod source: add UID index: %w", err)
-	}
+		}, cfg.ResyncPeriod, cache.Indexers{uidIndex: func(obj any) ([]string, error) {
+			if p, ok := obj.(*v1.Pod); ok {
+				return []string{string(p.UID)}, nil
+			}
+			return nil, nil
+		}})
 	s := &Source{
 		cfg:      cfg,
-		factory:  factory,
 		informer: informer,
 		changed:  make(chan struct{}, 1),
 		seen:     map[types.UID]string{},
@@ -107,8 +100,9 @@ func (s *Source) wake() {
 // snapshot waiting to be sent is replaced by a newer one.
 func (s *Source) Run(ctx context.Context, out chan<- sources.Update) {
 	logger := klog.FromContext(ctx).WithName("apisource")
-	s.factory.Start(ctx.Done())
-	defer s.factory.Shutdown()
+	var informerDone sync.WaitGroup
+	informerDone.Go(func() { s.informer.RunWithContext(ctx) })
+	defer informerDone.Wait()
 	if !cache.WaitForCacheSync(ctx.Done(), s.informer.HasSynced) {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/sources"
+	"github.com/minikubelet/minikubelet/internal/kubeclient/kubeclienttest"
 )
 
 func pod(name string, mutate func(*v1.Pod)) *v1.Pod {
@@ -29,7 +30,7 @@ func TestSourceSnapshot(t *testing.T) {
 		pod("mirror", func(p *v1.Pod) { p.Annotations = map[string]string{manifest.AnnotationMirror: "h"} }),
 		pod("done", func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded }),
 	)
-	s, err := New(Config{Client: client, NodeName: "n1", Clock: clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))})
+	s, err := New(Config{Client: kubeclienttest.Wrap(client), NodeName: "n1", Clock: clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))})
 	if err != nil {
 		t.Fatal(err)
 	}
