@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/util/connrotation"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -129,9 +128,9 @@ type Manager struct {
 	// jitter returns a number in [0, 1) that places the renewal between
 	// 70% and 90% of the lifetime.
 	jitter func() float64
-	// conns tracks the connections of the clients RESTConfig made, closed
-	// when a new certificate is issued.
-	conns *connrotation.ConnectionTracker
+	// conns tracks the connections of the clients RESTConfig made; those
+	// dialled before a new certificate are closed once it is current.
+	conns *connTracker
 	// ready is closed once the Manager holds a certificate, by New or by
 	// Run (under mu, readyOnce).
 	ready     chan struct{}
@@ -146,7 +145,7 @@ type Manager struct {
 // New returns a Manager holding the certificate kept in cfg.Dir if there
 // is a valid one, else cfg.Initial; it contacts no apiserver.
 func New(cfg Config) *Manager {
-	m := &Manager{cfg: cfg, kind: cfg.Kind.profile(), jitter: mathrand.Float64, conns: connrotation.NewConnectionTracker(), ready: make(chan struct{})}
+	m := &Manager{cfg: cfg, kind: cfg.Kind.profile(), jitter: mathrand.Float64, conns: newConnTracker(), ready: make(chan struct{})}
 	m.store = store{dir: cfg.Dir, prefix: m.kind.prefix}
 	if cert, err := m.store.load(); err == nil && m.valid(cert) {
 		m.cert = cert
@@ -217,12 +216,13 @@ func (m *Manager) Run(ctx context.Context, client csrClient) {
 		m.mu.Lock()
 		m.cert = cert
 		m.mu.Unlock()
-		m.readyOnce.Do(func() { close(m.ready) })
-		logger.Info("Certificate issued", "kind", m.kind.noun, "serial", cert.Leaf.SerialNumber.Text(16), "notAfter", cert.Leaf.NotAfter, "dnsNames", cert.Leaf.DNSNames, "ips", cert.Leaf.IPAddresses)
 		// Open connections keep the certificate they were made with:
 		// close them, so that every request and watch from now on
-		// authenticates with the new one.
-		m.conns.CloseAll()
+		// authenticates with the new one. Before ready: the requests
+		// waiting for a first certificate dial in the new generation.
+		m.conns.rotate()
+		m.readyOnce.Do(func() { close(m.ready) })
+		logger.Info("Certificate issued", "kind", m.kind.noun, "serial", cert.Leaf.SerialNumber.Text(16), "notAfter", cert.Leaf.NotAfter, "dnsNames", cert.Leaf.DNSNames, "ips", cert.Leaf.IPAddresses)
 		if m.cfg.Kind == Client {
 			logger.Info("Closed the connections to the apiserver; requests and watches come back with the new certificate")
 		}

@@ -9,7 +9,6 @@ import (
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/connrotation"
 )
 
 // Connection settings of RESTConfig's transport, the kubelet's.
@@ -30,8 +29,9 @@ const (
 //     (or for their context), so that nothing reaches the apiserver
 //     anonymously and is refused meanwhile;
 //   - whenever Run has a new certificate, every connection the config's
-//     clients opened is closed, so that requests and watches come back on
-//     new connections, with the new certificate.
+//     clients dialled before it was current is closed, so that requests
+//     and watches come back on new connections, with the new certificate
+//     (connTracker).
 //
 // Safe to call before and while Run runs; the clients may be used from
 // any goroutine.
@@ -59,13 +59,13 @@ func (m *Manager) RESTConfig(base *rest.Config) (*rest.Config, error) {
 	if rc.Proxy != nil {
 		proxy = rc.Proxy
 	}
-	dialer := connrotation.NewDialerWithTracker((&net.Dialer{Timeout: dialTimeout, KeepAlive: dialKeepAlive}).DialContext, m.conns)
+	dial := m.conns.dialer((&net.Dialer{Timeout: dialTimeout, KeepAlive: dialKeepAlive}).DialContext)
 	rc.Transport = &waitReady{ready: m.ready, next: utilnet.SetTransportDefaults(&http.Transport{
 		Proxy:               proxy,
 		TLSHandshakeTimeout: tlsHandshakeTimeout,
 		TLSClientConfig:     tlsConfig,
 		MaxIdleConnsPerHost: maxIdleConnsPerHost,
-		DialContext:         dialer.DialContext,
+		DialContext:         dial,
 	})}
 	// The transport holds the TLS settings and the proxy now; client-go
 	// refuses them beside a transport of one's own.
