@@ -27,6 +27,7 @@ import (
 	httpsource "github.com/minikubelet/minikubelet/agent/sources/http"
 	"github.com/minikubelet/minikubelet/internal/cleanup"
 	"github.com/minikubelet/minikubelet/internal/cri"
+	"github.com/minikubelet/minikubelet/internal/memtrim"
 	"github.com/minikubelet/minikubelet/internal/metrics"
 	"github.com/minikubelet/minikubelet/internal/sdnotify"
 	"github.com/minikubelet/minikubelet/pleg"
@@ -44,6 +45,14 @@ const (
 
 // cleanupTimeout bounds work done after the agent's ctx was cancelled.
 const cleanupTimeout = 5 * time.Second
+
+// The binary's pages start-up touched are given back (internal/memtrim)
+// trimAfter the start, then every trimEvery, so that the agent's RSS
+// follows the code it runs rather than the code it ran once.
+const (
+	trimAfter = time.Minute
+	trimEvery = 10 * time.Minute
+)
 
 // Agent is a minikubelet. New builds it; Run runs it. No field changes
 // after New: the parts that need the container runtime are built by Run
@@ -320,6 +329,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	})
 	goRun(a.notify.Run)
+	goRun(memtrim.Loop{Clock: a.clock, After: trimAfter, Every: trimEvery}.Run)
 
 	// Sources start before the runtime is reached, so that manifest errors
 	// are reported even while the runtime is down; their updates wait in

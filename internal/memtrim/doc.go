@@ -1,0 +1,21 @@
+// Package memtrim gives back the pages of the agent's own binary that only
+// its start-up needed.
+//
+// A Go binary's text, read-only data and pclntab are file-backed mappings.
+// Start-up (the packages' init functions, building every part, the first
+// syncs) touches pages all over them, and the kernel maps what it touches
+// in 64 KiB runs (fault-around) on top of 128 KiB read-ahead: measured on
+// this agent idle with no pod, 22 MiB of the binary were resident while
+// only 3.5 MiB of it were referenced in the minute after. Those pages stay
+// mapped, and counted in the agent's RSS, until memory runs short.
+//
+// PageOut asks the kernel to reclaim them now (madvise MADV_PAGEOUT on the
+// binary's read-only mappings, Linux 5.4 and later): pages that no other
+// process maps leave the page cache too, so the memory really comes back,
+// and what the agent still runs is read back on its next use. Writable
+// mappings (.data, .bss) and anonymous memory are never touched, and a
+// page another process maps stays where it is. Loop does it once start-up
+// is over and then now and then, so that RSS follows what the agent uses.
+//
+// Nothing enters the package but the clock; it leaves a log line per pass.
+package memtrim

@@ -1,0 +1,161 @@
+package memtrim
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Result is what one PageOut did.
+type Result struct {
+	// Mapped is the size of the read-only mappings of the binary that were
+	// advised.
+	Mapped int64
+	// RSSFileBefore and RSSFileAfter are the process's file-backed
+	// resident memory (RssFile) around the advice.
+	RSSFileBefore, RSSFileAfter int64
+}
+
+// PageOut advises the kernel to reclaim the resident pages of the read-only
+// mappings of the running executable. It returns an error wrapping
+// unix.EINVAL on kernels without MADV_PAGEOUT. Safe to call at any time
+// from any goroutine: the pages come back on their next use.
+func PageOut() (Result, error) {
+	var res Result
+	var exe unix.Stat_t
+	if err := unix.Stat("/proc/self/exe", &exe); err != nil {
+		return res, fmt.Errorf("stat /proc/self/exe: %w", err)
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return res, err
+	}
+	ranges, err := readOnlyMappings(maps, exe.Dev, exe.Ino)
+	if err != nil {
+		return res, err
+	}
+	if len(ranges) == 0 {
+		return res, errors.New("no read-only mapping of the executable in /proc/self/maps")
+	}
+	res.RSSFileBefore, _ = rssFile()
+	for _, r := range ranges {
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, r.start, r.end-r.start, unix.MADV_PAGEOUT); errno != 0 {
+			return res, fmt.Errorf("madvise MADV_PAGEOUT %#x-%#x: %w", r.start, r.end, errno)
+		}
+		res.Mapped += int64(r.end - r.start)
+	}
+	res.RSSFileAfter, _ = rssFile()
+	return res, nil
+}
+
+// addrRange is one mapping, [start, end).
+type addrRange struct{ start, end uintptr }
+
+// readOnlyMappings returns the mappings in maps (/proc/PID/maps) of the file
+// with device dev and inode ino that are not writable.
+func readOnlyMappings(maps []byte, dev, ino uint64) ([]addrRange, error) {
+	var out []addrRange
+	sc := bufio.NewScanner(bytes.NewReader(maps))
+	for sc.Scan() {
+		// address perms offset dev inode path
+		f := strings.Fields(sc.Text())
+		if len(f) < 6 || len(f[1]) < 2 || f[1][1] == 'w' {
+			continue
+		}
+		if n, err := strconv.ParseUint(f[4], 10, 64); err != nil || n != ino {
+			continue
+		}
+		major, minor, ok := strings.Cut(f[3], ":")
+		if !ok {
+			continue
+		}
+		maj, err1 := strconv.ParseUint(major, 16, 32)
+		mnr, err2 := strconv.ParseUint(minor, 16, 32)
+		if err1 != nil || err2 != nil || unix.Mkdev(uint32(maj), uint32(mnr)) != dev {
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
+		if !ok {
+			return nil, fmt.Errorf("/proc/self/maps: bad address range %q", f[0])
+		}
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil || end <= start {
+			return nil, fmt.Errorf("/proc/self/maps: bad address range %q", f[0])
+		}
+		out = append(out, addrRange{uintptr(start), uintptr(end)})
+	}
+	return out, sc.Err()
+}
+
+// rssFile is the process's RssFile in bytes.
+func rssFile() (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no RssFile in /proc/self/status")
+}
+
+// Loop runs PageOut After start and then Every; zero Every runs it once.
+type Loop struct {
+	Clock clock.Clock
+	// After is how long after Run starts the first pass runs: once the
+	// agent's start-up (the runtime reached, the sources' first pods
+	// synced) is over.
+	After time.Duration
+	// Every is the period of the later passes.
+	Every time.Duration
+	// pageOut is PageOut; tests replace it.
+	pageOut func() (Result, error)
+}
+
+// Run pages out until ctx is done. A kernel without MADV_PAGEOUT ends it
+// after one log line.
+func (l Loop) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	wait := l.After
+	for {
+		t := l.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		pageOut := l.pageOut
+		if pageOut == nil {
+			pageOut = PageOut
+		}
+		res, err := pageOut()
+		if err != nil {
+			logger.V(2).Info("Could not give back the binary's start-up pages; RSS keeps them until memory runs short", "err", err)
+			if errors.Is(err, unix.EINVAL) {
+				return
+			}
+		} else {
+			logger.V(2).Info("Gave back the binary's resident pages; what the agent still uses is read back on its next use",
+				"mappedBytes", res.Mapped, "rssFileBefore", res.RSSFileBefore, "rssFileAfter", res.RSSFileAfter)
+		}
+		if l.Every <= 0 {
+			return
+		}
+		wait = l.Every
+	}
+}
