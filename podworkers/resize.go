@@ -3,6 +3,7 @@ package podworkers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -26,9 +27,9 @@ type resourceState interface {
 	// Allocated returns the resources granted to pod uid's resizable
 	// containers, by name, and whether the pod has an allocation.
 	Allocated(uid types.UID) (map[string]v1.ResourceRequirements, bool)
-	// SetAllocated records a grant and the pod's cpu and memory requests
-	// as granted.
-	SetAllocated(uid types.UID, containers map[string]v1.ResourceRequirements, requests v1.ResourceList) error
+	// Grant records a grant and the pod's cpu and memory requests as
+	// granted at once; commit returns once it is written down.
+	Grant(uid types.UID, containers map[string]v1.ResourceRequirements, requests v1.ResourceList) (commit func() error)
 	// Requested sums the requests granted to the node's other pods.
 	Requested(except types.UID) v1.ResourceList
 	// Actuated returns the resources last applied to a container.
@@ -150,17 +151,30 @@ func podRequests(pod *v1.Pod) v1.ResourceList {
 // kubelet's messages) and the pod keeps its grant. A container added to or
 // removed from the spec (a static pod's edit) joins or leaves the grant as
 // it is. Decisions of all pods are made one at a time.
+//
+// The grant is written down after the decision, outside the lock that
+// orders the decisions: a batch of new pods decides in turn and writes
+// together (allocation.Manager.Grant).
 func (s *Syncer) allocate(ctx context.Context, pod *v1.Pod) *v1.Pod {
+	allocated, commit := s.decideAllocation(ctx, pod)
+	if commit != nil {
+		if err := commit(); err != nil {
+			klog.FromContext(ctx).Error(err, "Recording the pod's allocated resources failed; kept in memory")
+		}
+	}
+	return allocated
+}
+
+// decideAllocation is allocate's decision, made under resizeMu; commit,
+// if not nil, writes down the grant it recorded.
+func (s *Syncer) decideAllocation(ctx context.Context, pod *v1.Pod) (_ *v1.Pod, commit func() error) {
 	logger := klog.FromContext(ctx)
 	st := s.cfg.Resources
 	s.resizeMu.Lock()
 	defer s.resizeMu.Unlock()
 	alloc, ok := st.Allocated(pod.UID)
 	if !ok {
-		if err := st.SetAllocated(pod.UID, allocationOf(pod), podRequests(pod)); err != nil {
-			logger.Error(err, "Recording the pod's allocated resources failed; kept in memory")
-		}
-		return pod
+		return pod, st.Grant(pod.UID, allocationOf(pod), podRequests(pod))
 	}
 	// Containers added to the spec are granted theirs; removed ones go.
 	merged := map[string]v1.ResourceRequirements{}
@@ -172,14 +186,20 @@ func (s *Syncer) allocate(ctx context.Context, pod *v1.Pod) *v1.Pod {
 		}
 	}
 	allocated := withAllocation(pod, merged)
-	if len(merged) != len(alloc) || !apiequality.Semantic.DeepEqual(merged, alloc) {
-		if err := st.SetAllocated(pod.UID, merged, podRequests(allocated)); err != nil {
-			logger.Error(err, "Recording the pod's allocated resources failed; kept in memory")
+	var commits []func() error
+	commitAll := func() error {
+		var errs []error
+		for _, c := range commits {
+			errs = append(errs, c())
 		}
+		return errors.Join(errs...)
+	}
+	if len(merged) != len(alloc) || !apiequality.Semantic.DeepEqual(merged, alloc) {
+		commits = append(commits, st.Grant(pod.UID, merged, podRequests(allocated)))
 	}
 	if allocated == pod {
 		st.ClearResizePending(pod.UID)
-		return pod
+		return pod, commitAll
 	}
 	if reason, message := s.resizeFits(pod, allocated); reason != "" {
 		if st.SetResizePending(pod.UID, reason, message, pod.Generation) {
@@ -190,17 +210,15 @@ func (s *Syncer) allocate(ctx context.Context, pod *v1.Pod) *v1.Pod {
 			}
 			s.podEvent(pod, v1.EventTypeWarning, reasonEvent, "%s", resizeMessage(pod, "Pod resize "+reason, message))
 		}
-		return allocated
+		return allocated, commitAll
 	}
-	if err := st.SetAllocated(pod.UID, allocationOf(pod), podRequests(pod)); err != nil {
-		logger.Error(err, "Recording the pod's allocated resources failed; kept in memory")
-	}
+	commits = append(commits, st.Grant(pod.UID, allocationOf(pod), podRequests(pod)))
 	st.ClearResizePending(pod.UID)
 	st.ClearResizeInProgress(pod.UID)
 	st.SetResizeInProgress(pod.UID, "", "", pod.Generation)
 	logger.Info("Pod resize started", "generation", pod.Generation)
 	s.podEvent(pod, v1.EventTypeNormal, events.ResizeStarted, "%s", resizeMessage(pod, "Pod resize started", ""))
-	return pod
+	return pod, commitAll
 }
 
 // resizeFits checks a resize from allocated to desired against the node's

@@ -47,14 +47,28 @@ type Config struct {
 // Manager holds the pods' allocated and actuated resources and resize
 // conditions. Safe for concurrent use; its setters write the checkpoint
 // before they return.
+//
+// Writes are committed in groups: a setter changes the state under mu and
+// numbers the change (gen), then, outside mu, waits for a write that
+// covers it (save). One write runs at a time (saveMu) and takes the state
+// as it is when it starts, so the setters that waited behind it find
+// their change written by the next one and return without a write of
+// their own: a batch of 110 new pods makes a few writes, not 110 fsyncs
+// in a row under the lock every worker and reader takes.
 type Manager struct {
 	cfg Config
+
+	// saveMu serializes the checkpoint's writes; taken before mu.
+	saveMu sync.Mutex
 
 	mu sync.Mutex
 	// pods is the checkpointed state by pod UID. Guarded by mu.
 	pods map[types.UID]*podState
 	// conditions are the pods' resize conditions. Guarded by mu.
 	conditions map[types.UID]*resizeConditions
+	// gen numbers the changes of pods; saved is the last one a write
+	// covered. Guarded by mu.
+	gen, saved uint64
 }
 
 // podState is one pod's entry in the checkpoint.
@@ -122,12 +136,30 @@ func load(path string) (map[types.UID]*podState, error) {
 	return cp.Pods, nil
 }
 
-// saveLocked writes the state to the checkpoint; the caller holds mu.
-func (m *Manager) saveLocked() error {
+// changedLocked numbers a change of the state, to be passed to save once
+// mu is released; the caller holds mu.
+func (m *Manager) changedLocked() uint64 {
+	m.gen++
+	return m.gen
+}
+
+// save returns once the checkpoint holds change gen (changedLocked) or a
+// later state: at once when a write since covered it, else after a write
+// of the state as it is now. The caller must not hold mu.
+func (m *Manager) save(gen uint64) error {
 	if m.cfg.Path == "" {
 		return nil
 	}
+	m.saveMu.Lock()
+	defer m.saveMu.Unlock()
+	m.mu.Lock()
+	if m.saved >= gen {
+		m.mu.Unlock()
+		return nil
+	}
+	cur := m.gen
 	b, err := json.Marshal(checkpoint{Version: checkpointVersion, Pods: m.pods})
+	m.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("encode the pods' resource state: %w", err)
 	}
@@ -135,7 +167,13 @@ func (m *Manager) saveLocked() error {
 	if err := os.MkdirAll(filepath.Dir(m.cfg.Path), 0o750); err != nil {
 		return fmt.Errorf("write the pods' resource state: %w", err)
 	}
-	return atomicfile.WriteFile(m.cfg.Path, b, 0o600)
+	if err := atomicfile.WriteFile(m.cfg.Path, b, 0o600); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.saved = max(m.saved, cur)
+	m.mu.Unlock()
+	return nil
 }
 
 // Allocated returns the resources granted to the containers of pod uid,
@@ -152,9 +190,19 @@ func (m *Manager) Allocated(uid types.UID) (map[string]v1.ResourceRequirements, 
 }
 
 // SetAllocated records the resources granted to the containers of pod
-// uid and the pod's cpu and memory requests as granted. The state is
-// kept even when the checkpoint cannot be written; the error says so.
+// uid and the pod's cpu and memory requests as granted, and returns once
+// the checkpoint holds them. The state is kept even when the checkpoint
+// cannot be written; the error says so.
 func (m *Manager) SetAllocated(uid types.UID, containers map[string]v1.ResourceRequirements, requests v1.ResourceList) error {
+	return m.Grant(uid, containers, requests)()
+}
+
+// Grant is SetAllocated in two steps: the grant is recorded at once (the
+// calls that follow see it), and commit returns once the checkpoint holds
+// it, with the write's error. A caller that decides grants one at a time
+// under a lock of its own commits after releasing it, so that the
+// decisions do not wait on the disk in turn.
+func (m *Manager) Grant(uid types.UID, containers map[string]v1.ResourceRequirements, requests v1.ResourceList) (commit func() error) {
 	m.mu.Lock()
 	p := m.pods[uid]
 	if p == nil {
@@ -163,19 +211,19 @@ func (m *Manager) SetAllocated(uid types.UID, containers map[string]v1.ResourceR
 	}
 	if apiequality.Semantic.DeepEqual(p.Allocated, containers) && apiequality.Semantic.DeepEqual(p.Requests, requests) {
 		m.mu.Unlock()
-		return nil
+		return func() error { return nil }
 	}
 	shrank := p.Requests != nil && (less(requests, p.Requests, v1.ResourceCPU) || less(requests, p.Requests, v1.ResourceMemory))
 	p.Allocated = cloneResources(containers)
 	p.Requests = requests.DeepCopy()
-	err := m.saveLocked()
+	gen := m.changedLocked()
 	var deferred []types.UID
 	if shrank {
 		deferred = m.deferredLocked(uid)
 	}
 	m.mu.Unlock()
 	m.freed(deferred)
-	return err
+	return func() error { return m.save(gen) }
 }
 
 // Requested is the sum of the cpu and memory requests allocated to the
@@ -212,20 +260,22 @@ func (m *Manager) Actuated(uid types.UID, name string) (v1.ResourceRequirements,
 // again writes nothing.
 func (m *Manager) SetActuated(uid types.UID, name string, r v1.ResourceRequirements) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	p := m.pods[uid]
 	if p == nil {
 		p = &podState{}
 		m.pods[uid] = p
 	}
 	if old, ok := p.Actuated[name]; ok && apiequality.Semantic.DeepEqual(old, r) {
+		m.mu.Unlock()
 		return nil
 	}
 	if p.Actuated == nil {
 		p.Actuated = map[string]v1.ResourceRequirements{}
 	}
 	p.Actuated[name] = *r.DeepCopy()
-	return m.saveLocked()
+	gen := m.changedLocked()
+	m.mu.Unlock()
+	return m.save(gen)
 }
 
 // Release forgets pod uid: its allocation no longer counts against other
@@ -236,13 +286,17 @@ func (m *Manager) Release(uid types.UID) error {
 	_, had := m.pods[uid]
 	delete(m.pods, uid)
 	delete(m.conditions, uid)
-	var err error
+	var gen uint64
 	var deferred []types.UID
 	if had {
-		err = m.saveLocked()
+		gen = m.changedLocked()
 		deferred = m.deferredLocked(uid)
 	}
 	m.mu.Unlock()
+	var err error
+	if had {
+		err = m.save(gen)
+	}
 	m.freed(deferred)
 	return err
 }
@@ -270,7 +324,6 @@ func (m *Manager) Run(ctx context.Context) {
 // cleanup forgets the pods not in use.
 func (m *Manager) cleanup() error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	gone := false
 	for uid := range m.pods {
 		if !m.cfg.InUse(uid) {
@@ -280,9 +333,12 @@ func (m *Manager) cleanup() error {
 		}
 	}
 	if !gone {
+		m.mu.Unlock()
 		return nil
 	}
-	return m.saveLocked()
+	gen := m.changedLocked()
+	m.mu.Unlock()
+	return m.save(gen)
 }
 
 func (m *Manager) inUse(uid types.UID) bool {

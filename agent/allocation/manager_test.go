@@ -1,6 +1,8 @@
 package allocation
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -204,5 +206,48 @@ func TestCleanupForgetsPodsNotInUse(t *testing.T) {
 	}
 	if _, ok := again.Allocated("kept"); !ok {
 		t.Error("a pod in use was forgotten")
+	}
+}
+
+// TestConcurrentSettersEachFindTheirChangeWritten: many pods granted at
+// once (a batch of new pods) share the checkpoint's writes, and each
+// setter returns only once the file holds its own change.
+func TestConcurrentSettersEachFindTheirChangeWritten(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	path := filepath.Join(t.TempDir(), StateFile)
+	m := New(ctx, Config{Path: path, Clock: testingclock.NewFakeClock(t0)})
+	const n = 50
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		uid := types.UID(fmt.Sprintf("pod-%d", i))
+		wg.Go(func() {
+			if err := m.SetAllocated(uid, ctrs("app", "10m", "8Mi"), reqs("10m", "8Mi")); err != nil {
+				errs[i] = err
+				return
+			}
+			if err := m.SetActuated(uid, "app", v1.ResourceRequirements{Limits: reqs("10m", "8Mi")}); err != nil {
+				errs[i] = err
+				return
+			}
+			pods, err := load(path)
+			switch {
+			case err != nil:
+				errs[i] = err
+			case pods[uid] == nil || pods[uid].Allocated == nil || pods[uid].Actuated == nil:
+				errs[i] = fmt.Errorf("%s: the file lacks its grant or its applied resources when its setters returned: %+v", uid, pods[uid])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != n {
+		t.Errorf("the file holds %d pods, want %d", len(pods), n)
 	}
 }
