@@ -70,6 +70,9 @@ type Manager struct {
 	// for creating cgroups.
 	subsystems []cgroup1.Subsystem
 
+	// burstableMu serializes updateBurstable; taken before mu.
+	burstableMu sync.Mutex
+
 	mu sync.Mutex
 	// applied is the configuration last written to each pod's cgroup, so
 	// that a sync that changes nothing writes nothing. Guarded by mu.
@@ -80,6 +83,9 @@ type Manager struct {
 	// blkioDone holds the disks ("MAJ:MIN") whose accounting is on.
 	// Guarded by mu.
 	blkioDone map[string]bool
+	// burstableShares is the cpu.shares last written to the burstable QoS
+	// cgroup, 0 before the first write. Guarded by mu.
+	burstableShares uint64
 }
 
 // New checks cfg, detects the cgroup version and, with PerQOS, creates the
@@ -290,18 +296,34 @@ func (m *Manager) PodApplied(uid types.UID) (ResourceConfig, bool) {
 
 // updateBurstable sets the burstable QoS cgroup's cpu shares to the sum of
 // the Burstable pods' cpu requests, as the kubelet's QoS manager does.
+//
+// It writes only when the sum changed since its last write: a BestEffort
+// or Guaranteed pod's sync, and a Burstable pod's that changes no request,
+// leave the shared cgroup alone (cgroup writes take the kernel's cgroup
+// lock, and a batch of new pods would otherwise rewrite it once each).
+// Calls must not overlap for the check to hold; they are serialized here.
 func (m *Manager) updateBurstable(ctx context.Context) error {
+	m.burstableMu.Lock()
+	defer m.burstableMu.Unlock()
 	m.mu.Lock()
 	var sum int64
 	for _, req := range m.burstable {
 		sum += req
 	}
+	shares := MilliCPUToShares(sum)
+	unchanged := shares == m.burstableShares
 	m.mu.Unlock()
-	res := ResourceConfig{CPUShares: MilliCPUToShares(sum), CPUQuota: -1, CPUPeriod: QuotaPeriod}
+	if unchanged {
+		return nil
+	}
+	res := ResourceConfig{CPUShares: shares, CPUQuota: -1, CPUPeriod: QuotaPeriod}
 	n := qosName(m.root, v1.PodQOSBurstable)
 	if err := m.create(ctx, n, &res); err != nil {
 		return fmt.Errorf("burstable QoS cgroup %s: %w", n.path(m.cfg.Driver), err)
 	}
+	m.mu.Lock()
+	m.burstableShares = shares
+	m.mu.Unlock()
 	return nil
 }
 

@@ -170,6 +170,42 @@ func TestManagerV1Files(t *testing.T) {
 	}
 }
 
+// TestBurstableSharesWrittenOnlyWhenChanged: a sync that changes no
+// Burstable request leaves the shared burstable cgroup alone (a marker
+// written into it stays); one that does rewrites it.
+func TestBurstableSharesWrittenOnlyWhenChanged(t *testing.T) {
+	mountRoot, sysRoot := fakeV1(t)
+	ctx := context.Background()
+	m, err := New(ctx, Config{Root: "/bed", Driver: DriverCgroupfs, MountRoot: mountRoot, SysRoot: sysRoot, Version: 1, PerQOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shares := filepath.Join(mountRoot, "cpu/bed/kubepods/burstable/cpu.shares")
+	if err := m.EnsurePod(ctx, burstablePod("b1", "500m")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTrim(t, shares); got != "512" {
+		t.Fatalf("burstable cpu.shares = %s, want 512 (500m requested)", got)
+	}
+	if err := os.WriteFile(shares, []byte("marker"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*v1.Pod{burstablePod("b1", "500m"), guaranteedPod("g")} {
+		if err := m.EnsurePod(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readTrim(t, shares); got != "marker" {
+		t.Errorf("burstable cpu.shares rewritten to %s by syncs that changed no Burstable request", got)
+	}
+	if err := m.EnsurePod(ctx, burstablePod("b2", "500m")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTrim(t, shares); got != "1024" {
+		t.Errorf("burstable cpu.shares = %s after a second Burstable pod, want 1024 (1000m requested)", got)
+	}
+}
+
 func TestManagerWithoutPerQOS(t *testing.T) {
 	mountRoot, sysRoot := fakeV1(t)
 	ctx := context.Background()
