@@ -41,24 +41,66 @@ type Resources interface {
 
 // Manager keeps the newest API status of every pod. Safe for concurrent use.
 type Manager struct {
-	cfg      Config
-	mu       sync.RWMutex
+	cfg Config
+	mu  sync.RWMutex
+	// statuses, terminal, written and seq are guarded by mu.
 	statuses map[types.UID]v1.PodStatus
 	// terminal holds why the agent itself terminates a pod (SetTerminal).
 	terminal map[types.UID]Terminal
+	// written holds, per pod, the number (from seq, which only grows) of
+	// the last write of its status or terminal reason; a removal drops
+	// it. SetPodStatus generates a status outside mu and stores it only
+	// if no write came in between.
+	written map[types.UID]uint64
+	seq     uint64
 }
 
 // NewManager returns an empty Manager.
 func NewManager(cfg Config) *Manager {
-	return &Manager{cfg: cfg, statuses: map[types.UID]v1.PodStatus{}, terminal: map[types.UID]Terminal{}}
+	return &Manager{cfg: cfg, statuses: map[types.UID]v1.PodStatus{}, terminal: map[types.UID]Terminal{}, written: map[types.UID]uint64{}}
+}
+
+// wroteLocked numbers a write of uid's status; m.mu must be held.
+func (m *Manager) wroteLocked(uid types.UID) {
+	m.seq++
+	m.written[uid] = m.seq
 }
 
 // SetPodStatus computes and stores the API status of pod from its runtime
-// status.
+// status. The status is generated outside the manager's lock, so that the
+// workers of many pods reporting at once (a batch of new pods) do not
+// wait for each other's; a write of the same pod's status that came
+// meanwhile (SetTerminal, Reject, RemovePod) makes it generate again from
+// that.
 func (m *Manager) SetPodStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, waiting map[string]kubecontainer.Waiting) {
 	now := metav1.NewTime(m.cfg.Clock.Now())
-	m.mu.Lock()
-	old, ok := m.statuses[pod.UID]
+	for {
+		m.mu.RLock()
+		old, ok := m.statuses[pod.UID]
+		t, terminal := m.terminal[pod.UID]
+		seen := m.written[pod.UID]
+		m.mu.RUnlock()
+		st := m.generate(pod, rs, waiting, old, ok, now)
+		if terminal {
+			applyTerminal(&st, old, t, now)
+		}
+		m.mu.Lock()
+		if m.written[pod.UID] != seen {
+			m.mu.Unlock()
+			continue
+		}
+		m.statuses[pod.UID] = st
+		m.wroteLocked(pod.UID)
+		m.mu.Unlock()
+		if m.cfg.OnStatus != nil {
+			m.cfg.OnStatus(pod.UID, st)
+		}
+		return
+	}
+}
+
+// generate is SetPodStatus's status of pod, from old (ok: there is one).
+func (m *Manager) generate(pod *v1.Pod, rs *kubecontainer.PodStatus, waiting map[string]kubecontainer.Waiting, old v1.PodStatus, ok bool, now metav1.Time) v1.PodStatus {
 	if !ok {
 		old = v1.PodStatus{StartTime: &now}
 	}
@@ -76,15 +118,7 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, rs *kubecontainer.PodStatus, waiting
 		in.ResizeConditions = r.ResizeConditions(pod.UID)
 		in.Actuated = func(name string) (v1.ResourceRequirements, bool) { return r.Actuated(pod.UID, name) }
 	}
-	st := Generate(in)
-	if t, ok := m.terminal[pod.UID]; ok {
-		applyTerminal(&st, old, t, now)
-	}
-	m.statuses[pod.UID] = st
-	m.mu.Unlock()
-	if m.cfg.OnStatus != nil {
-		m.cfg.OnStatus(pod.UID, st)
-	}
+	return Generate(in)
 }
 
 // RemovePod forgets a pod's status, unless the agent terminated the pod for
@@ -96,6 +130,7 @@ func (m *Manager) RemovePod(uid types.UID) {
 		return
 	}
 	delete(m.statuses, uid)
+	delete(m.written, uid)
 }
 
 // Get returns the newest status of a pod and whether there is one. The

@@ -35,6 +35,7 @@ func (m *Manager) Reject(pod *v1.Pod, reason, message string) {
 	}
 	m.terminal[pod.UID] = t
 	m.statuses[pod.UID] = st
+	m.wroteLocked(pod.UID)
 	m.mu.Unlock()
 	if m.cfg.OnStatus != nil {
 		m.cfg.OnStatus(pod.UID, st)

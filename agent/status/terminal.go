@@ -33,6 +33,7 @@ func (m *Manager) SetTerminal(uid types.UID, t Terminal) {
 	st := *old.DeepCopy()
 	applyTerminal(&st, old, t, now)
 	m.statuses[uid] = st
+	m.wroteLocked(uid)
 	m.mu.Unlock()
 	// Node mode reports it at once: a pod refused at admission has no
 	// worker to store a status later.
@@ -48,6 +49,7 @@ func (m *Manager) Forget(uid types.UID) {
 	defer m.mu.Unlock()
 	delete(m.terminal, uid)
 	delete(m.statuses, uid)
+	delete(m.written, uid)
 }
 
 // IsTerminal reports whether the agent terminated the pod for a reason of
@@ -70,6 +72,7 @@ func (m *Manager) ForgetTerminal(keep func(types.UID) bool) {
 		if !keep(uid) {
 			delete(m.terminal, uid)
 			delete(m.statuses, uid)
+			delete(m.written, uid)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package status
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,5 +135,31 @@ func TestManagerTerminalWithoutDisruption(t *testing.T) {
 	m.ForgetTerminal(func(types.UID) bool { return false })
 	if _, ok := m.Get(pod.UID); ok || m.IsTerminal(pod.UID) {
 		t.Error("terminal status kept after ForgetTerminal found the pod gone")
+	}
+}
+
+// TestSetTerminalRacingSetPodStatus: a status generated from what the
+// manager held before SetTerminal is not stored over the terminal one;
+// however the writes interleave, the last status is terminal.
+func TestSetTerminalRacingSetPodStatus(t *testing.T) {
+	for round := range 50 {
+		m := NewManager(Config{Clock: testingclock.NewFakeClock(t0)})
+		pod := newPod(v1.RestartPolicyAlways, "app")
+		pod.UID = types.UID(fmt.Sprintf("uid-%d", round))
+		rs := runtimeStatus(true, nil, ctr("app", running, 0, 0, 1))
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 20 {
+					m.SetPodStatus(pod, rs, nil)
+				}
+			})
+		}
+		wg.Go(func() { m.SetTerminal(pod.UID, shutdown) })
+		wg.Wait()
+		st, _ := m.Get(pod.UID)
+		if st.Phase != v1.PodFailed || st.Reason != shutdown.Reason {
+			t.Fatalf("round %d: phase %s reason %q after SetTerminal raced SetPodStatus, want Failed %q", round, st.Phase, st.Reason, shutdown.Reason)
+		}
 	}
 }
