@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -12,24 +13,30 @@ import (
 	"github.com/minikubelet/minikubelet/test/ctrdtest"
 )
 
+// batchPollInterval is how often a batch's progress is read: it adds at
+// most that to figures of seconds.
+const batchPollInterval = 50 * time.Millisecond
+
 // batchStart writes n host-network pods into the manifest directory at
 // once (each written aside and renamed in, as a config tool does) and
-// times until /pods shows all of them running; then removes them.
-func (a *agentProc) batchStart(ctx context.Context, rt *ctrdtest.Containerd, image string, n int) (time.Duration, error) {
+// times until /pods shows all of them running; then removes their
+// manifests and times until the runtime holds none of their sandboxes.
+func (a *agentProc) batchStart(ctx context.Context, rt *ctrdtest.Containerd, image string, n int) (start, remove time.Duration, err error) {
 	for i := 0; i < n; i++ {
 		m := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: batch-%d\nspec:\n  hostNetwork: true\n  terminationGracePeriodSeconds: 0\n  containers:\n  - name: main\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", i, image)
 		if err := os.WriteFile(filepath.Join(a.manifest, fmt.Sprintf(".batch-%d.tmp", i)), []byte(m), 0o644); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	start := time.Now()
+	t0 := time.Now()
 	for i := 0; i < n; i++ {
 		if err := os.Rename(filepath.Join(a.manifest, fmt.Sprintf(".batch-%d.tmp", i)), filepath.Join(a.manifest, fmt.Sprintf("batch-%d.yaml", i))); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	var took time.Duration
-	for deadline := start.Add(10 * time.Minute); ; time.Sleep(pollInterval) {
+	// /pods of n pods is not cheap to serve: polled every 50ms (at 5ms the
+	// bench's own polling took a good part of a core from the agent).
+	for deadline := t0.Add(10 * time.Minute); ; time.Sleep(batchPollInterval) {
 		pods, err := a.pods()
 		up := 0
 		if err == nil {
@@ -40,17 +47,37 @@ func (a *agentProc) batchStart(ctx context.Context, rt *ctrdtest.Containerd, ima
 			}
 		}
 		if up >= n {
-			took = time.Since(start)
+			start = time.Since(t0)
 			break
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("only %d of %d pods running after 10 minutes", up, n)
+			return 0, 0, fmt.Errorf("only %d of %d pods running after 10 minutes", up, n)
 		}
 	}
+	t1 := time.Now()
 	for i := 0; i < n; i++ {
 		_ = os.Remove(filepath.Join(a.manifest, fmt.Sprintf("batch-%d.yaml", i)))
 	}
-	return took, a.drain(ctx, rt)
+	for deadline := t1.Add(5 * time.Minute); ; time.Sleep(batchPollInterval) {
+		sandboxes, err := rt.Runtime().ListPodSandbox(ctx, nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		left := 0
+		for _, sb := range sandboxes {
+			if strings.HasPrefix(sb.GetMetadata().GetName(), "batch-") && strings.HasSuffix(sb.GetMetadata().GetName(), "-"+a.node) {
+				left++
+			}
+		}
+		if left == 0 {
+			remove = time.Since(t1)
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, 0, fmt.Errorf("%d of %d sandboxes still in the runtime 5 minutes after their manifests were removed", left, n)
+		}
+	}
+	return start, remove, a.drain(ctx, rt)
 }
 
 // graceKill runs a container that ignores SIGTERM with a 2s grace period,

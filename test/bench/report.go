@@ -70,9 +70,17 @@ type latencyPair struct {
 	Ratio float64 `json:"ratioOfMedians"`
 }
 
+// batch is a batch of host-network pods written at once: all Running on
+// /pods, then all gone from the runtime, against the raw CRI calls for the
+// same pods with the same parallelism, measured just before (rawbatch.go).
 type batch struct {
-	Pods int     `json:"pods"`
-	Ms   float64 `json:"allRunningMs"`
+	Pods        int     `json:"pods"`
+	Ms          float64 `json:"allRunningMs"`
+	RawMs       float64 `json:"rawAllStartedMs"`
+	Ratio       float64 `json:"ratio"`
+	RemoveMs    float64 `json:"allGoneMs"`
+	RawRemoveMs float64 `json:"rawAllRemovedMs"`
+	RemoveRatio float64 `json:"removeRatio"`
 }
 
 type steady struct {
