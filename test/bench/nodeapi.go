@@ -117,10 +117,20 @@ type nodeFigures struct {
 	// LoadAverages are the machine's 1-minute load averages at the end of
 	// each window (steady, one at a time, at once), round after round.
 	LoadAverages []float64 `json:"loadAverages"`
+	// SteadyRSSMiB and SteadyAnonMiB are the agent's RSS and its
+	// anonymous part at the end of the steady window (the steady pods
+	// running), the median of the rounds.
+	SteadyRSSMiB  float64 `json:"steadyRSSMiB"`
+	SteadyAnonMiB float64 `json:"steadyAnonMiB"`
+	// BatchRSSMiB and BatchAnonMiB are the same once a batch is all
+	// Running (the steady pods and the batch's).
+	BatchRSSMiB  float64 `json:"batchRunningRSSMiB"`
+	BatchAnonMiB float64 `json:"batchRunningAnonMiB"`
 
 	// The rounds' samples, summed up by finish.
-	seq, seqGone, batch, batchEnd []time.Duration
-	steady, seqReq, batchReq      requestWindow
+	seq, seqGone, batch, batchEnd  []time.Duration
+	steady, seqReq, batchReq       requestWindow
+	rss, anon, batchRSS, batchAnon []float64
 }
 
 // requestWindow is the node's requests over windows of time, summed,
@@ -215,6 +225,8 @@ func (f *nodeFigures) finish() {
 	if f.batchReq.pods > 0 {
 		f.ContainerdCPUPerPodBatchMs = ms(f.batchReq.ctrdCPU) / float64(f.batchReq.pods)
 	}
+	f.SteadyRSSMiB, f.SteadyAnonMiB = medianFloat(f.rss), medianFloat(f.anon)
+	f.BatchRSSMiB, f.BatchAnonMiB = medianFloat(f.batchRSS), medianFloat(f.batchAnon)
 }
 
 // cpuPerMinute is the agent's CPU time per minute over the window, in ms.
@@ -302,6 +314,10 @@ func (nr *nodeReport) print() {
 	fmt.Printf("  agent CPU: minikubelet %.0f ms a minute at steady state, %.0f ms per pod one at a time, %.0f ms per pod at once; kubelet %.0f, %.0f, %.0f ms\n",
 		m.CPUPerMinuteMs, m.CPUPerPodSeqMs, m.CPUPerPodBatchMs, k.CPUPerMinuteMs, k.CPUPerPodSeqMs, k.CPUPerPodBatchMs)
 	fmt.Printf("  containerd's CPU per pod at once: minikubelet %.0f ms, kubelet %.0f ms\n", m.ContainerdCPUPerPodBatchMs, k.ContainerdCPUPerPodBatchMs)
+	fmt.Printf("  agent RSS with %d pods running (end of the steady window): minikubelet %.1f MiB (anonymous %.1f), kubelet %.1f MiB (anonymous %.1f); ratio %.2fx (target 0.33x)\n",
+		nr.SteadyPods, m.SteadyRSSMiB, m.SteadyAnonMiB, k.SteadyRSSMiB, k.SteadyAnonMiB, ratio(m.SteadyRSSMiB, k.SteadyRSSMiB))
+	fmt.Printf("  agent RSS with %d pods running (a batch all Running): minikubelet %.1f MiB (anonymous %.1f), kubelet %.1f MiB (anonymous %.1f); ratio %.2fx (target 0.33x)\n",
+		nr.SteadyPods+nr.BatchPods, m.BatchRSSMiB, m.BatchAnonMiB, k.BatchRSSMiB, k.BatchAnonMiB, ratio(m.BatchRSSMiB, k.BatchRSSMiB))
 	fmt.Printf("  load averages (1 min) at the end of each window: minikubelet %v, kubelet %v\n", m.LoadAverages, k.LoadAverages)
 	fmt.Printf("node mode: the node's apiserver requests (audit log of system:node:<name>), per pod lifecycle (create, Running, delete, gone; minus the idle rate) and per minute with %d pods running (%.1f min a round)\n", nr.SteadyPods, nr.SteadyMinutes)
 	fmt.Printf("  %-44s %12s %12s %8s\n", "", "minikubelet", "kubelet", "ratio")
@@ -371,6 +387,11 @@ func nodeBench(ctx context.Context, c *cluster.Cluster, client kubernetes.Interf
 	}
 	f.steady.add(w)
 	last.steady.add(w)
+	rss, anon, err := settledRSS(c.AgentPID())
+	if err != nil {
+		return err
+	}
+	f.rss, f.anon = append(f.rss, float64(rss)/(1<<20)), append(f.anon, float64(anon)/(1<<20))
 
 	// One at a time.
 	w, err = window(c, func() (int, error) {
@@ -438,6 +459,11 @@ func nodeBench(ctx context.Context, c *cluster.Cluster, client kubernetes.Interf
 			}
 		}
 		f.batchEnd = append(f.batchEnd, lastRunning.Sub(first))
+		rss, anon, err := settledRSS(c.AgentPID())
+		if err != nil {
+			return 0, err
+		}
+		f.batchRSS, f.batchAnon = append(f.batchRSS, float64(rss)/(1<<20)), append(f.batchAnon, float64(anon)/(1<<20))
 		for i, name := range names {
 			wg.Add(1)
 			go func() {
