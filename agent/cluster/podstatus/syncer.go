@@ -63,6 +63,11 @@ type Config struct {
 type Syncer struct {
 	cfg   Config
 	queue workqueue.TypedRateLimitingInterface[types.UID]
+	// finalDeleted holds the pods the Syncer has deleted from the API,
+	// until the node's view of the API no longer shows them: a status
+	// stored or a resync after the final delete writes nothing (a patch
+	// would only get 404). Only the queue's one worker uses it.
+	finalDeleted map[types.UID]bool
 }
 
 // New returns a Syncer.
@@ -78,7 +83,8 @@ func New(cfg Config) *Syncer {
 	}
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](200*time.Millisecond, 30*time.Second)
 	return &Syncer{
-		cfg: cfg,
+		cfg:          cfg,
+		finalDeleted: map[types.UID]bool{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[types.UID]{
 			Name:  "pod-status",
 			Clock: cfg.Clock,
@@ -147,7 +153,11 @@ func (s *Syncer) processNext(ctx context.Context) bool {
 func (s *Syncer) sync(ctx context.Context, uid types.UID) error {
 	pod, mirror, ok := s.cfg.Pods.APIPod(uid)
 	if !ok {
-		return nil // not (yet) in the API: nothing to write
+		delete(s.finalDeleted, uid)
+		return nil // not (yet, or any more) in the API: nothing to write
+	}
+	if s.finalDeleted[uid] {
+		return nil
 	}
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "podUID", uid)
 	if st, ok := s.cfg.Statuses.Get(uid); ok {
@@ -177,6 +187,7 @@ func (s *Syncer) sync(ctx context.Context, uid types.UID) error {
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	s.finalDeleted[uid] = true
 	logger.Info("Pod deleted from the apiserver: it is gone from the node")
 	return nil
 }

@@ -201,3 +201,52 @@ func TestSync(t *testing.T) {
 		})
 	}
 }
+
+// TestNoWriteAfterFinalDelete: once the Syncer has deleted a pod from the
+// API, a status stored or a resync before the node's view of the API
+// drops the pod writes nothing (a patch or a second delete would only get
+// 404); a pod of the same UID seen again after it was dropped is written.
+func TestNoWriteAfterFinalDelete(t *testing.T) {
+	deleted := metav1.NewTime(t0.Add(time.Minute))
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", DeletionTimestamp: &deleted}}
+	client := fake.NewClientset(pod)
+	statuses := fakeStatuses{pod.UID: v1.PodStatus{Phase: v1.PodSucceeded}}
+	pods := fakePods{pod.UID: pod}
+	s := New(Config{
+		Client:   kubeclienttest.Wrap(client),
+		Statuses: statuses,
+		Pods:     pods,
+		Gone:     func(types.UID) bool { return true },
+		Clock:    clocktesting.NewFakeClock(t0.Time),
+	})
+	verbs := func() string {
+		var got []string
+		for _, a := range client.Actions() {
+			got = append(got, a.GetVerb()+":"+a.GetSubresource())
+		}
+		client.ClearActions()
+		return strings.Join(got, ",")
+	}
+	client.ClearActions()
+	if err := s.sync(context.Background(), pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if got := verbs(); got != "patch:status,delete:" {
+		t.Fatalf("first sync: %s, want the final status and the delete", got)
+	}
+	// The informer still shows the pod; a new status comes.
+	statuses[pod.UID] = v1.PodStatus{Phase: v1.PodFailed}
+	if err := s.sync(context.Background(), pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if got := verbs(); got != "" {
+		t.Errorf("sync after the final delete: %s, want nothing", got)
+	}
+	delete(pods, pod.UID)
+	if err := s.sync(context.Background(), pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if s.finalDeleted[pod.UID] {
+		t.Error("the final delete is remembered after the pod left the API")
+	}
+}
