@@ -508,3 +508,49 @@ func TestBuffered(t *testing.T) {
 		t.Errorf("read %q, %v", got, err)
 	}
 }
+
+// ReadFrom sends bulk input in frames of maxDataFrame bytes, and goes
+// back to its small buffer once the source has little to say.
+func TestReadFromFrames(t *testing.T) {
+	client, peer := net.Pipe()
+	c := NewConn(client, nil, Config{})
+	defer c.Close()
+	frames := make(chan int, 100) // the data frames' lengths, written by the peer's reader
+	go func() {
+		defer close(frames)
+		fr := frameReader{r: peer}
+		for {
+			h, err := fr.readHead()
+			if err != nil {
+				return
+			}
+			if _, err := io.CopyN(io.Discard, peer, int64(h.length)); err != nil {
+				return
+			}
+			if !h.control {
+				frames <- int(h.length)
+			}
+		}
+	}()
+	st := newStream(c, 1, nil)
+	pr, pw := io.Pipe()
+	go func() {
+		// As wsstream hands stdin on: a write per WebSocket message.
+		for _, n := range []int{maxDataFrame, maxDataFrame, maxDataFrame, 100, 10} {
+			_, _ = pw.Write(make([]byte, n))
+		}
+		_ = pw.Close()
+	}()
+	if _, err := st.ReadFrom(pr); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	var got []int
+	for n := range frames {
+		got = append(got, n)
+	}
+	want := []int{readFromBuffer, maxDataFrame - readFromBuffer, maxDataFrame, maxDataFrame, 100, 10}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("data frames of %v bytes, want %v", got, want)
+	}
+}

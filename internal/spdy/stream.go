@@ -19,9 +19,11 @@ const (
 	// maxDataFrame is the largest data frame this side sends (the server
 	// takes a whole frame into memory before it hands it on).
 	maxDataFrame = 32 << 10
-	// readFromBuffer is the buffer of ReadFrom, which io.Copy to a stream
-	// uses: it is held while the source has nothing to read, which for
-	// a terminal's stdin is most of the session.
+	// readFromBuffer is the buffer ReadFrom (which io.Copy to a stream
+	// uses) reads with at first, and again once a read has returned less
+	// than it holds: a read blocks holding its buffer, which for a
+	// terminal's stdin is most of the session. From a read that fills
+	// it, ReadFrom reads with a buffer of maxDataFrame bytes.
 	readFromBuffer = 4 << 10
 )
 
@@ -30,11 +32,12 @@ var (
 	errStreamReset  = errors.New("spdy: stream reset")
 )
 
-// streamBuffers and readFromBuffers are idle buffers, shared by every
-// connection.
+// streamBuffers, readFromBuffers and frameBuffers are idle buffers,
+// shared by every connection.
 var (
 	streamBuffers   = sync.Pool{New: func() any { return new([streamBuffer]byte) }}
 	readFromBuffers = sync.Pool{New: func() any { return new([readFromBuffer]byte) }}
+	frameBuffers    = sync.Pool{New: func() any { return new([maxDataFrame]byte) }}
 )
 
 // Stream is a stream of a Conn: an httpstream.Stream. Read, WriteTo and
@@ -196,14 +199,28 @@ func (s *Stream) Write(p []byte) (int, error) {
 	}
 }
 
-// ReadFrom sends what r reads until r ends, with a small buffer: io.Copy
-// to a stream uses it.
+// ReadFrom sends what r reads until r ends: io.Copy to a stream uses it.
+// It reads with a small buffer (readFromBuffer), and with one of a data
+// frame's size from a read that filled the small one to a read that
+// returned less than the small one holds: bulk input goes in large
+// frames, and a terminal's stdin (keys, now and then a paste) waits with
+// the small buffer.
 func (s *Stream) ReadFrom(r io.Reader) (int64, error) {
-	buf := readFromBuffers.Get().(*[readFromBuffer]byte)
-	defer readFromBuffers.Put(buf)
+	small := readFromBuffers.Get().(*[readFromBuffer]byte)
+	defer readFromBuffers.Put(small)
+	var large *[maxDataFrame]byte
+	defer func() {
+		if large != nil {
+			frameBuffers.Put(large)
+		}
+	}()
 	var total int64
 	for {
-		n, err := r.Read(buf[:])
+		buf := small[:]
+		if large != nil {
+			buf = large[:]
+		}
+		n, err := r.Read(buf)
 		if n > 0 {
 			if werr := s.writable(); werr != nil {
 				return total, werr
@@ -212,6 +229,13 @@ func (s *Stream) ReadFrom(r io.Reader) (int64, error) {
 				return total, werr
 			}
 			total += int64(n)
+		}
+		switch {
+		case large == nil && n == len(small):
+			large = frameBuffers.Get().(*[maxDataFrame]byte)
+		case large != nil && n < len(small):
+			frameBuffers.Put(large)
+			large = nil
 		}
 		if errors.Is(err, io.EOF) {
 			return total, nil
