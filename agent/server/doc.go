@@ -4,9 +4,10 @@
 // until the runtime has answered), /manifests/errors (the manifests
 // refused right now, as JSON) and /debug/pprof/ (Go profiles, as the
 // kubelet serves them), the streaming endpoints (stream*.go: /exec,
-// /attach and /portForward proxied to the runtime's streaming server,
-// /run through CRI ExecSync), and the healthz port (default 10248) with
-// /healthz.
+// /attach and /portForward proxied to the runtime's streaming server; a
+// v5 WebSocket exec or attach, which the runtime does not speak, run
+// against it over SPDY with internal/spdy; /run through CRI ExecSync),
+// and the healthz port (default 10248) with /healthz.
 //
 // Data enters through the interfaces in Config (the pods and their
 // statuses, the health checks, the refused manifests, the metrics) and

@@ -22,6 +22,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/streaming/pkg/httpstream/spdy"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
+
+	spdyclient "github.com/minikubelet/minikubelet/internal/spdy"
 )
 
 // spdyPingPeriod keeps an idle SPDY connection to the runtime alive, as the
@@ -157,12 +159,11 @@ func (q sizeQueue) Next() *remotecommand.TerminalSize {
 }
 
 // streamOverSPDY runs the session against the runtime's streaming server
-// over SPDY, with the client's streams.
+// over SPDY, with the client's streams. The SPDY client is the agent's
+// own (internal/spdy), which keeps a few KiB per session where
+// client-go's keeps about 700 KiB (its header compressor).
 func streamOverSPDY(ctx context.Context, target *url.URL, opts streamOptions, streams []io.ReadWriteCloser, sizes <-chan remotecommand.TerminalSize) error {
-	rt, err := spdy.NewRoundTripperWithConfig(spdy.RoundTripperConfig{PingPeriod: spdyPingPeriod})
-	if err != nil {
-		return err
-	}
+	rt := spdyclient.NewRoundTripper(dialSPDY, spdyclient.Config{PingPeriod: spdyPingPeriod, Logger: klog.FromContext(ctx)})
 	executor, err := remotecommand.NewSPDYExecutorRejectRedirects(rt, clientspdy.NewUpgraderForStreaming(rt), http.MethodPost, target)
 	if err != nil {
 		return err
@@ -181,6 +182,16 @@ func streamOverSPDY(ctx context.Context, target *url.URL, opts streamOptions, st
 		so.TerminalSizeQueue = sizeQueue(sizes)
 	}
 	return executor.StreamWithContext(ctx, so)
+}
+
+// dialSPDY sends an upgrade request to the runtime's streaming server
+// (spdyclient.DialFunc).
+func dialSPDY(req *http.Request) (*spdyclient.Upgrade, error) {
+	b, err := dialBackend(req.Context(), req.URL, req.Method, req.Header)
+	if err != nil {
+		return nil, err
+	}
+	return &spdyclient.Upgrade{Resp: b.resp, Conn: b.Conn, Buffered: b.pending}, nil
 }
 
 // tunnelPortForward serves a port-forward client that tunnels SPDY through
