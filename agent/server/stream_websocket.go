@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	gwebsocket "github.com/gorilla/websocket"
@@ -194,6 +195,10 @@ func dialSPDY(req *http.Request) (*spdyclient.Upgrade, error) {
 	return &spdyclient.Upgrade{Resp: b.resp, Conn: b.Conn, Buffered: b.pending}, nil
 }
 
+// tunnelWriteBuffers are the tunnels' WebSocket write buffers, held by a
+// tunnel only while it writes a message.
+var tunnelWriteBuffers sync.Pool
+
 // tunnelPortForward serves a port-forward client that tunnels SPDY through
 // a WebSocket (kubectl port-forward since 1.31 offers
 // SPDY/3.1+portforward.k8s.io): the agent asks the runtime for the SPDY
@@ -228,6 +233,12 @@ func tunnelPortForward(w http.ResponseWriter, r *http.Request, target *url.URL) 
 		// Requests are authenticated by the port, not by cookies: a
 		// browser's origin grants nothing here.
 		CheckOrigin: func(*http.Request) bool { return true },
+		// A whole read of the runtime's side goes out as one frame: with
+		// gorilla's default 4 KiB, each 32 KiB read was 8 frames, 8 TLS
+		// records and 8 writes (the kubelet's tunnel has the defaults).
+		// The buffer is the pool's only while a message is written.
+		WriteBufferSize: copyBufferSize,
+		WriteBufferPool: &tunnelWriteBuffers,
 	}
 	ws, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
