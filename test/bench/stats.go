@@ -23,8 +23,9 @@ type statsResult struct {
 // /stats/summary, /metrics/cadvisor and /metrics/resource: calls fresh ones (each more than
 // the provider's one-second snapshot age after the last, so that every
 // cgroup and /proc/<pid>/net/dev is read again) and as many served from
-// the snapshot, and the agent's CPU time over the fresh ones.
-func (a *agentProc) statsCost(image string, n, calls int) ([]statsResult, error) {
+// the snapshot, and the agent's CPU time over the fresh ones. With
+// profile, it then profiles fresh reads (statsProfiles).
+func (a *agentProc) statsCost(image string, n, calls int, profile string) ([]statsResult, error) {
 	for i := 0; i < n; i++ {
 		m := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: stats-%d\nspec:\n  terminationGracePeriodSeconds: 0\n  containers:\n  - name: main\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", i, image)
 		if err := os.WriteFile(filepath.Join(a.manifest, fmt.Sprintf("stats-%d.yaml", i)), []byte(m), 0o644); err != nil {
@@ -99,7 +100,49 @@ func (a *agentProc) statsCost(image string, n, calls int) ([]statsResult, error)
 		r.cpu = cpu
 		out = append(out, r)
 	}
+	if profile != "" {
+		if err := a.statsProfiles(profile); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// statsProfiles writes two CPU profiles of the agent, each over 30s of
+// fresh reads: prefix.summary-cadvisor.pprof while /stats/summary and
+// /metrics/cadvisor are called in turn without a pause (neither's
+// snapshot holds what the other needs, so each reads afresh), and
+// prefix.resource.pprof while /metrics/resource is called once past each
+// snapshot's age (the others' snapshots would serve it).
+func (a *agentProc) statsProfiles(prefix string) error {
+	const d = 30 * time.Second
+	for _, run := range []struct {
+		name  string
+		paths []string
+		pause time.Duration
+	}{
+		{"summary-cadvisor", []string{"/stats/summary", "/metrics/cadvisor"}, 0},
+		{"resource", []string{"/metrics/resource"}, 1050 * time.Millisecond},
+	} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.saveProfile(prefix+"."+run.name+".pprof", d)
+		}()
+		calls := 0
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			for _, path := range run.paths {
+				if _, code, err := a.get(path); err != nil || code != http.StatusOK {
+					return fmt.Errorf("%s: HTTP %d: %v", path, code, err)
+				}
+				calls++
+			}
+			time.Sleep(run.pause)
+		}
+		<-done
+		fmt.Printf("  profile %s.%s.pprof: %d calls over %v\n", prefix, run.name, calls, d)
+	}
+	return nil
 }
 
 func (a *agentProc) get(path string) ([]byte, int, error) {
