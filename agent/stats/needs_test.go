@@ -167,6 +167,15 @@ func (f *fakeFiles) CPUSpec(path string) (cgroups.CPUSpec, error) {
 	return s, err
 }
 
+// WalkProcs keeps the directories of the cgroups walked open.
+func (f *fakeFiles) WalkProcs(path string, known []string, each func(pid int) bool) {
+	f.open[path] = true
+	for _, k := range known {
+		f.open[k] = true
+	}
+	f.fakeCgroups.WalkProcs(path, known, each)
+}
+
 func (f *fakeFiles) Retain(keep func(string) bool) {
 	for p := range f.open {
 		if !keep(p) {
