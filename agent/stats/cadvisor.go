@@ -25,7 +25,7 @@ func (p *Provider) CadvisorHandler() http.Handler {
 		ctx := r.Context()
 		c := &collector{p: p, snap: p.snapshot(ctx, needCadvisor), fs: p.cachedFs(ctx)}
 		rows := c.rows()
-		out, end := metricsResponse(w, r, &p.gzip)
+		out, end := metricsResponse(w, r, p.gzip)
 		defer end()
 		t := newTextWriter(out)
 		c.write(t, rows)

@@ -1,13 +1,13 @@
 package stats
 
 import (
-	"compress/gzip"
 	"io"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // The metrics endpoints write the Prometheus text exposition format,
@@ -171,10 +171,47 @@ func appendEscaped(b []byte, s string, quote bool) []byte {
 	return b
 }
 
+// gzipWriters keeps the gzip writers of compressed metrics responses
+// between responses: making one costs some 0.5 MB of state (1.2 MB with
+// compress/gzip's) and 0.1 ms, which a sync.Pool would make again at
+// nearly every scrape, since it drops what it holds at each collection.
+// Up to cap(free) writers are kept; more are made while as many responses
+// are being compressed at once, and dropped after.
+type gzipWriters struct {
+	// free holds the writers not in use; buffered, never closed.
+	free chan *gzip.Writer
+}
+
+func newGzipWriters(keep int) *gzipWriters {
+	return &gzipWriters{free: make(chan *gzip.Writer, keep)}
+}
+
+// get returns a writer compressing to w; put it back when closed.
+func (g *gzipWriters) get(w io.Writer) *gzip.Writer {
+	select {
+	case zw := <-g.free:
+		zw.Reset(w)
+		return zw
+	default:
+		zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed) // a valid level
+		return zw
+	}
+}
+
+func (g *gzipWriters) put(zw *gzip.Writer) {
+	zw.Reset(io.Discard) // drop the reference to the response
+	select {
+	case g.free <- zw:
+	default: // enough kept
+	}
+}
+
 // metricsResponse starts a text-format response on w, gzip-compressed
-// when the request accepts it (as promhttp does), and returns the writer
-// to write the body to and a function that ends it.
-func metricsResponse(w http.ResponseWriter, r *http.Request, gz *sync.Pool) (io.Writer, func()) {
+// when the request accepts it (as promhttp does, at its fastest level:
+// github.com/klauspost/compress's, twice as fast as compress/gzip's, for
+// a body a few percent smaller), and returns the writer to write the body
+// to and a function that ends it.
+func metricsResponse(w http.ResponseWriter, r *http.Request, gz *gzipWriters) (io.Writer, func()) {
 	h := w.Header()
 	h.Set("Content-Type", textContentType)
 	h.Add("Vary", "Accept-Encoding")
@@ -182,15 +219,10 @@ func metricsResponse(w http.ResponseWriter, r *http.Request, gz *sync.Pool) (io.
 		return w, func() {}
 	}
 	h.Set("Content-Encoding", "gzip")
-	zw, _ := gz.Get().(*gzip.Writer)
-	if zw == nil {
-		zw, _ = gzip.NewWriterLevel(w, gzip.BestSpeed)
-	} else {
-		zw.Reset(w)
-	}
+	zw := gz.get(w)
 	return zw, func() {
 		_ = zw.Close()
-		gz.Put(zw)
+		gz.put(zw)
 	}
 }
 

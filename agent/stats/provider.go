@@ -141,8 +141,8 @@ type Provider struct {
 	bootTime time.Time
 	// cadvisor is the table of /metrics/cadvisor's families; read-only.
 	cadvisor []metric
-	// gzip pools the *gzip.Writers of compressed metrics responses.
-	gzip sync.Pool
+	// gzip keeps the writers of compressed metrics responses.
+	gzip *gzipWriters
 
 	mu sync.Mutex
 	// last is the newest snapshot; guarded by mu, which is held while a
@@ -230,7 +230,7 @@ func New(cfg Config) *Provider {
 		cfg: cfg, bootTime: bootTime(cfg.ProcRoot), cadvisor: cadvisorMetrics(),
 		cpuHist: map[string]cpuHistory{}, specs: map[string]specEntry{}, devices: map[string]string{},
 		dirs: map[string]*podDirsEntry{}, limits: map[string]limitsEntry{},
-		fsWanted: make(chan struct{}, 1),
+		fsWanted: make(chan struct{}, 1), gzip: newGzipWriters(2),
 	}
 }
 

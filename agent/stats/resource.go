@@ -19,7 +19,7 @@ func (p *Provider) ResourceHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		snap := p.snapshot(r.Context(), needResource)
 		s := p.summaryOf(snap, true)
-		out, end := metricsResponse(w, r, &p.gzip)
+		out, end := metricsResponse(w, r, p.gzip)
 		defer end()
 		t := newTextWriter(out)
 		writeResource(t, s, snap.errors > 0)
