@@ -185,18 +185,22 @@ func (p *Provider) refreshFs(ctx context.Context) *fsSnapshot {
 }
 
 // Run reads the filesystem figures afresh whenever cachedFs asks, until
-// ctx is done; then it closes Config.Files' files. Without it, figures
+// ctx is done; then it closes Config.Files' files and the sandboxes'
+// process directories. Without it, figures
 // older than FsMaxAge are served until they are fsStaleFactor * FsMaxAge
 // old, and then read by the request.
 func (p *Provider) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			p.mu.Lock()
 			if p.cfg.Files != nil {
-				p.mu.Lock()
 				p.cfg.Files.Close()
-				p.mu.Unlock()
 			}
+			for path := range p.sandboxes {
+				p.forgetSandbox(path)
+			}
+			p.mu.Unlock()
 			return
 		case <-p.fsWanted:
 			p.refreshFs(ctx)

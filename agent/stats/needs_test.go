@@ -3,6 +3,8 @@ package stats
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -167,11 +169,13 @@ func (f *fakeFiles) CPUSpec(path string) (cgroups.CPUSpec, error) {
 	return s, err
 }
 
-// WalkProcs keeps the directories of the cgroups walked open.
+// WalkProcs keeps the directories of the cgroups walked open, those that
+// exist.
 func (f *fakeFiles) WalkProcs(path string, known []string, each func(pid int) bool) {
-	f.open[path] = true
-	for _, k := range known {
-		f.open[k] = true
+	for _, c := range append([]string{path}, known...) {
+		if _, ok := f.stats[c]; ok {
+			f.open[c] = true
+		}
 	}
 	f.fakeCgroups.WalkProcs(path, known, each)
 }
@@ -193,9 +197,15 @@ func TestSnapshotThroughFiles(t *testing.T) {
 	p, cg, clk := testProvider(t)
 	files := &fakeFiles{fakeCgroups: cg, open: map[string]bool{}}
 	p.cfg.Files = files
+	pods := p.cfg.Pods.(fakePods)
+	pods[0].SandboxCgroup = "/kubepods/podu/sandbox"
+	cg.procs["/kubepods/podu/sandbox"] = []int{4242}
 	p.Summary(context.Background(), false)
-	if len(files.open) != 4 {
-		t.Errorf("files of %v open, want the 4 cgroups read", files.open)
+	clk.SetTime(clk.Now().Add(time.Second))
+	p.Summary(context.Background(), false)
+	// The sandbox's cgroup is walked, not read: its directory is kept.
+	if len(files.open) != 5 || !files.open["/kubepods/podu/sandbox"] {
+		t.Errorf("files of %v open, want the 4 cgroups read and the sandbox's walked", files.open)
 	}
 	// The pod goes: its cgroups' files are closed at the next snapshot.
 	p.cfg.Pods = fakePods{}
@@ -215,26 +225,75 @@ func TestSnapshotThroughFiles(t *testing.T) {
 // /metrics/cadvisor reads a pod's network through its sandbox's process,
 // without a walk of the pod's cgroups; without a sandbox cgroup, or when
 // its process has no /proc entry, through the first process of the walk.
+// The sandbox's process is kept: the next reads walk nothing until it is
+// gone; the Summary reads through it too.
 func TestNetworkThroughSandbox(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		sandbox []int
 		walked  []string
+		kept    bool
 	}{
-		{"sandbox", []int{4242}, []string{"/kubepods/podu/sandbox"}},
-		{"sandbox gone", []int{999999}, []string{"/kubepods/podu/sandbox", "/kubepods/podu"}},
+		{"sandbox", []int{4242}, []string{"/kubepods/podu/sandbox"}, true},
+		{"sandbox gone", []int{999999}, []string{"/kubepods/podu/sandbox", "/kubepods/podu"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, cg, _ := testProvider(t)
+			p, cg, clk := testProvider(t)
 			pods := p.cfg.Pods.(fakePods)
 			pods[0].SandboxCgroup = "/kubepods/podu/sandbox"
 			cg.procs["/kubepods/podu/sandbox"] = tc.sandbox
+			const podNet = `container_network_receive_bytes_total{container="",id="/kubepods/podu",image="",interface="eth0",name="",namespace="ns",pod="p"} 5000`
 			body := scrape(t, p)
-			if !strings.Contains(body, `container_network_receive_bytes_total{container="",id="/kubepods/podu",image="",interface="eth0",name="",namespace="ns",pod="p"} 5000`) {
+			if !strings.Contains(body, podNet) {
 				t.Errorf("no network for the pod:\n%s", body)
 			}
 			if strings.Join(cg.walked, ",") != strings.Join(tc.walked, ",") {
 				t.Errorf("walked %v, want %v", cg.walked, tc.walked)
+			}
+			if got := len(p.sandboxes); got != map[bool]int{true: 1, false: 0}[tc.kept] {
+				t.Errorf("%d sandbox processes kept", got)
+			}
+			if !tc.kept {
+				return
+			}
+			cg.walked = nil
+			clk.SetTime(clk.Now().Add(time.Second))
+			if body := scrape(t, p); !strings.Contains(body, podNet) || len(cg.walked) != 0 {
+				t.Errorf("through the kept process: walked %v, network shown %v", cg.walked, strings.Contains(body, podNet))
+			}
+			// The Summary counts the pod's processes but reads its
+			// network through the sandbox's process.
+			clk.SetTime(clk.Now().Add(time.Second))
+			s := p.Summary(context.Background(), false)
+			if net := s.Pods[0].Network; net == nil || *net.RxBytes != 5000 || strings.Join(cg.walked, ",") != "/kubepods/podu" {
+				t.Errorf("Summary: network %+v, walked %v; want eth0's 5000 bytes and a walk of the pod's cgroup", net, cg.walked)
+			}
+			// The process goes: the next read walks the sandbox again.
+			if err := os.RemoveAll(filepath.Join(p.cfg.ProcRoot, "4242")); err != nil {
+				t.Fatal(err)
+			}
+			cg.walked = nil
+			clk.SetTime(clk.Now().Add(time.Second))
+			if body := scrape(t, p); strings.Contains(body, podNet) || strings.Join(cg.walked, ",") != "/kubepods/podu/sandbox,/kubepods/podu" || len(p.sandboxes) != 0 {
+				t.Errorf("with the process gone: walked %v, network shown %v, %d kept", cg.walked, strings.Contains(body, podNet), len(p.sandboxes))
+			}
+			// A pod that goes takes its kept process along.
+			if err := os.MkdirAll(filepath.Join(p.cfg.ProcRoot, "4242", "net"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(p.cfg.ProcRoot, "4242", "net", "dev"), []byte(netDev), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			clk.SetTime(clk.Now().Add(time.Second))
+			scrape(t, p)
+			if len(p.sandboxes) != 1 {
+				t.Fatalf("%d sandbox processes kept, want the one back", len(p.sandboxes))
+			}
+			p.cfg.Pods = fakePods{}
+			clk.SetTime(clk.Now().Add(time.Second))
+			scrape(t, p)
+			if len(p.sandboxes) != 0 {
+				t.Errorf("%d sandbox processes kept after the pod went", len(p.sandboxes))
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,21 +30,82 @@ func ignoredInterface(name string) bool {
 // namespace of the process it belongs to, into p.netBuf, and parses it
 // (parseNetDev). p.mu must be held.
 func (p *Provider) readNetDev(path string) ([]netInterface, error) {
-	b, err := readRaw(path, &p.netBuf)
+	return p.readNetDevAt(sysunix.AT_FDCWD, path)
+}
+
+// readNetDevAt is readNetDev of the file at path relative to the
+// directory dirfd.
+func (p *Provider) readNetDevAt(dirfd int, path string) ([]netInterface, error) {
+	b, err := readRaw(dirfd, path, &p.netBuf)
 	if err != nil {
 		return nil, err
 	}
 	return parseNetDev(path, b)
 }
 
-// readRaw reads the file at path into *buf, growing it as needed, with
-// plain open/read/close calls: os.Open would register each file with the
-// runtime's poller, a cost the stats reads make a hundred times a scrape.
-func readRaw(path string, buf *[]byte) ([]byte, error) {
-	fd, err := sysunix.Open(path, sysunix.O_RDONLY|sysunix.O_CLOEXEC, 0)
-	for errors.Is(err, sysunix.EINTR) {
-		fd, err = sysunix.Open(path, sysunix.O_RDONLY|sysunix.O_CLOEXEC, 0)
+// sandboxProc is the process of a pod's sandbox that its network is read
+// through: its /proc directory, kept open (an O_PATH descriptor, which
+// holds the process's struct pid and nothing of its network namespace),
+// through which net/dev is opened with no lookup of the PID and no read
+// of the sandbox's cgroup.procs to find it; the file cannot be opened
+// once the process is gone, even if its PID is used again.
+type sandboxProc struct {
+	pid   int
+	dirfd int
+}
+
+// sandboxNet reads the network of the pod whose sandbox has the cgroup
+// at sandbox through its process (sandboxProc), found in a walk of the
+// cgroup (walk) if none is kept or the kept one is gone, and ok is false
+// when no process of the cgroup has a net/dev. The process found is kept
+// in p.sandboxes. p.mu must be held.
+func (p *Provider) sandboxNet(sandbox string, walk func(path string, known []string, each func(pid int) bool)) (ifs []netInterface, ok bool) {
+	if sp := p.sandboxes[sandbox]; sp != nil {
+		if ifs, err := p.readNetDevAt(sp.dirfd, "net/dev"); err == nil {
+			return ifs, true
+		}
+		p.forgetSandbox(sandbox)
 	}
+	walk(sandbox, nil, func(pid int) bool {
+		dir := filepath.Join(p.cfg.ProcRoot, strconv.Itoa(pid))
+		dirfd, err := openRetry(sysunix.AT_FDCWD, dir, sysunix.O_PATH|sysunix.O_DIRECTORY|sysunix.O_CLOEXEC)
+		if err != nil {
+			return true // gone meanwhile
+		}
+		if ifs, err = p.readNetDevAt(dirfd, "net/dev"); err != nil {
+			_ = sysunix.Close(dirfd)
+			return true
+		}
+		p.sandboxes[sandbox], ok = &sandboxProc{pid: pid, dirfd: dirfd}, true
+		return false
+	})
+	return ifs, ok
+}
+
+// forgetSandbox closes what is kept of the sandbox process of the cgroup
+// at sandbox. p.mu must be held.
+func (p *Provider) forgetSandbox(sandbox string) {
+	if sp := p.sandboxes[sandbox]; sp != nil {
+		_ = sysunix.Close(sp.dirfd)
+		delete(p.sandboxes, sandbox)
+	}
+}
+
+func openRetry(dirfd int, path string, flags int) (int, error) {
+	for {
+		fd, err := sysunix.Openat(dirfd, path, flags, 0)
+		if !errors.Is(err, sysunix.EINTR) {
+			return fd, err
+		}
+	}
+}
+
+// readRaw reads the file at path (relative to the directory dirfd) into
+// *buf, growing it as needed, with plain open/read/close calls: os.Open
+// would register each file with the runtime's poller, a cost the stats
+// reads make a hundred times a scrape.
+func readRaw(dirfd int, path string, buf *[]byte) ([]byte, error) {
+	fd, err := openRetry(dirfd, path, sysunix.O_RDONLY|sysunix.O_CLOEXEC)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}

@@ -153,6 +153,10 @@ type Provider struct {
 	cpuHist map[string]cpuHistory
 	// netBuf is the buffer net/dev files are read into; guarded by mu.
 	netBuf []byte
+	// sandboxes holds the process each pod's network is read through, by
+	// its sandbox's cgroup; guarded by mu. Entries of sandboxes not seen
+	// in a snapshot are dropped, and all of them when Run ends.
+	sandboxes map[string]*sandboxProc
 	// limits holds each cgroup's limits as read at most FsMaxAge ago;
 	// guarded by mu. Entries of cgroups not seen in a snapshot are
 	// dropped.
@@ -229,7 +233,7 @@ func New(cfg Config) *Provider {
 	return &Provider{
 		cfg: cfg, bootTime: bootTime(cfg.ProcRoot), cadvisor: cadvisorMetrics(),
 		cpuHist: map[string]cpuHistory{}, specs: map[string]specEntry{}, devices: map[string]string{},
-		dirs: map[string]*podDirsEntry{}, limits: map[string]limitsEntry{},
+		dirs: map[string]*podDirsEntry{}, limits: map[string]limitsEntry{}, sandboxes: map[string]*sandboxProc{},
 		fsWanted: make(chan struct{}, 1), gzip: newGzipWriters(2),
 	}
 }
@@ -364,7 +368,9 @@ func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 			snap.nodeNet = ifs
 		}
 	}
+	sandboxes := map[string]bool{}
 	for _, pod := range p.cfg.Pods.StatsPods() {
+		sandboxes[pod.SandboxCgroup] = true
 		ps := podSample{pod: pod}
 		if pod.Cgroup != "" {
 			ps.own = read(pod.Cgroup)
@@ -395,6 +401,11 @@ func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 	for path := range p.specs {
 		if !seen[path] {
 			delete(p.specs, path)
+		}
+	}
+	for path := range p.sandboxes {
+		if !sandboxes[path] {
+			p.forgetSandbox(path)
 		}
 	}
 	if p.cfg.Files != nil {
@@ -447,6 +458,17 @@ func (p *Provider) walkPod(ps *podSample, n need, seen map[string]bool) {
 		}
 	}
 	wantNet := n.net && !ps.pod.HostNetwork
+	// The sandbox's process is the one to ask for the network (kept
+	// between snapshots, see sandboxProc); without one, the first
+	// process of the walk.
+	if wantNet && ps.pod.SandboxCgroup != "" {
+		if ifs, ok := p.sandboxNet(ps.pod.SandboxCgroup, walkProcs); ok {
+			ps.net, wantNet = ifs, false
+		}
+	}
+	if !n.procs && !wantNet {
+		return
+	}
 	each := func(pid int) bool {
 		ps.procs++
 		if wantNet {
@@ -455,15 +477,6 @@ func (p *Provider) walkPod(ps *podSample, n need, seen map[string]bool) {
 			}
 		}
 		return n.procs || wantNet
-	}
-	// Without counts to make, the sandbox's process is the one to ask
-	// for the network: one file to read rather than a walk of the pod.
-	if !n.procs && wantNet && ps.pod.SandboxCgroup != "" {
-		walkProcs(ps.pod.SandboxCgroup, nil, each)
-		if !wantNet {
-			ps.procs = 0
-			return
-		}
 	}
 	if ps.pod.Cgroup != "" {
 		// The pod's cgroup holds its sandbox's and its containers'.
