@@ -3,13 +3,13 @@ package stats
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/minikubelet/minikubelet/cgroups"
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 // Each endpoint reads only what it serves: /metrics/resource and
@@ -225,8 +225,8 @@ func TestSnapshotThroughFiles(t *testing.T) {
 // /metrics/cadvisor reads a pod's network through its sandbox's process,
 // without a walk of the pod's cgroups; without a sandbox cgroup, or when
 // its process has no /proc entry, through the first process of the walk.
-// The sandbox's process is kept: the next reads walk nothing until it is
-// gone; the Summary reads through it too.
+// The net/dev file of the sandbox's process is kept: the next reads walk
+// nothing until it cannot be read; the Summary reads through it too.
 func TestNetworkThroughSandbox(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -251,7 +251,7 @@ func TestNetworkThroughSandbox(t *testing.T) {
 				t.Errorf("walked %v, want %v", cg.walked, tc.walked)
 			}
 			if got := len(p.sandboxes); got != map[bool]int{true: 1, false: 0}[tc.kept] {
-				t.Errorf("%d sandbox processes kept", got)
+				t.Errorf("%d sandbox files kept", got)
 			}
 			if !tc.kept {
 				return
@@ -268,33 +268,62 @@ func TestNetworkThroughSandbox(t *testing.T) {
 			if net := s.Pods[0].Network; net == nil || *net.RxBytes != 5000 || strings.Join(cg.walked, ",") != "/kubepods/podu" {
 				t.Errorf("Summary: network %+v, walked %v; want eth0's 5000 bytes and a walk of the pod's cgroup", net, cg.walked)
 			}
-			// The process goes: the next read walks the sandbox again.
-			if err := os.RemoveAll(filepath.Join(p.cfg.ProcRoot, "4242")); err != nil {
+			// The kept file cannot be read (here: a directory in its
+			// place): it is closed and the sandbox walked again.
+			dir, err := syscall.Open(p.cfg.ProcRoot, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+			if err != nil {
 				t.Fatal(err)
 			}
+			_ = syscall.Close(p.sandboxes["/kubepods/podu/sandbox"].fd)
+			p.sandboxes["/kubepods/podu/sandbox"].fd = dir
 			cg.walked = nil
 			clk.SetTime(clk.Now().Add(time.Second))
-			if body := scrape(t, p); strings.Contains(body, podNet) || strings.Join(cg.walked, ",") != "/kubepods/podu/sandbox,/kubepods/podu" || len(p.sandboxes) != 0 {
-				t.Errorf("with the process gone: walked %v, network shown %v, %d kept", cg.walked, strings.Contains(body, podNet), len(p.sandboxes))
+			if body := scrape(t, p); !strings.Contains(body, podNet) || strings.Join(cg.walked, ",") != "/kubepods/podu/sandbox" || len(p.sandboxes) != 1 {
+				t.Errorf("with the kept file unreadable: walked %v, network shown %v, %d kept", cg.walked, strings.Contains(body, podNet), len(p.sandboxes))
 			}
-			// A pod that goes takes its kept process along.
-			if err := os.MkdirAll(filepath.Join(p.cfg.ProcRoot, "4242", "net"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(p.cfg.ProcRoot, "4242", "net", "dev"), []byte(netDev), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			clk.SetTime(clk.Now().Add(time.Second))
-			scrape(t, p)
-			if len(p.sandboxes) != 1 {
-				t.Fatalf("%d sandbox processes kept, want the one back", len(p.sandboxes))
-			}
+			// A pod that goes takes its kept file along.
 			p.cfg.Pods = fakePods{}
 			clk.SetTime(clk.Now().Add(time.Second))
 			scrape(t, p)
 			if len(p.sandboxes) != 0 {
-				t.Errorf("%d sandbox processes kept after the pod went", len(p.sandboxes))
+				t.Errorf("%d sandbox files kept after the pod went", len(p.sandboxes))
 			}
 		})
 	}
+}
+
+// Run closes every file kept open once the Provider has read nothing for
+// keepIdle FsMaxAges, and not while it reads.
+func TestRunClosesWhenIdle(t *testing.T) {
+	p, cg, clk := testProvider(t)
+	files := &fakeFiles{fakeCgroups: cg, open: map[string]bool{}}
+	p.cfg.Files = files
+	pods := p.cfg.Pods.(fakePods)
+	pods[0].SandboxCgroup = "/kubepods/podu/sandbox"
+	cg.procs["/kubepods/podu/sandbox"] = []int{4242}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	polltest.Until(t, 10*time.Second, "Run's ticker", func() (bool, string) { return clk.HasWaiters(), "" })
+	kept := func() (cgroupFiles, sandboxFiles int) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(files.open), len(p.sandboxes)
+	}
+	scrape(t, p)
+	// Read a moment before the tick: kept.
+	clk.Step(keepIdle*p.cfg.FsMaxAge - time.Second)
+	scrape(t, p)
+	clk.Step(time.Second)
+	polltest.Holds(t, 200*time.Millisecond, "the files kept after a read a second ago", func() (bool, string) {
+		f, s := kept()
+		return f > 0 && s == 1, fmt.Sprintf("%d cgroups' files, %d sandbox files", f, s)
+	})
+	// Nothing read for a whole period: closed.
+	clk.Step(keepIdle * p.cfg.FsMaxAge)
+	polltest.Until(t, 10*time.Second, "the kept files closed", func() (bool, string) {
+		f, s := kept()
+		return f == 0 && s == 0, fmt.Sprintf("%d cgroups' files, %d sandbox files", f, s)
+	})
 }

@@ -81,7 +81,7 @@ func richProvider(t *testing.T) *Provider {
 		NodeName:      "node-a",
 		Pods:          pods,
 		Cgroups:       cg,
-		Clock:         clocktesting.NewFakePassiveClock(time.Unix(1700001000, 123_000_000)),
+		Clock:         clocktesting.NewFakeClock(time.Unix(1700001000, 123_000_000)),
 		PodsCgroup:    "/kubepods",
 		ProcRoot:      writeProc(t),
 		MachineCores:  2,

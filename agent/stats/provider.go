@@ -95,7 +95,8 @@ type Config struct {
 	// those of cgroups it no longer reports after each snapshot, and all
 	// of them when Run ends.
 	Files openFiles
-	Clock clock.PassiveClock
+	// Clock tells the time of reads, and paces Run's checks for idleness.
+	Clock clock.WithTicker
 	// NodeCgroup is the cgroup whose figures are the node's ("/");
 	// PodsCgroup the one holding every pod, reported as the system
 	// container "pods" ("" to leave it out).
@@ -153,10 +154,11 @@ type Provider struct {
 	cpuHist map[string]cpuHistory
 	// netBuf is the buffer net/dev files are read into; guarded by mu.
 	netBuf []byte
-	// sandboxes holds the process each pod's network is read through, by
-	// its sandbox's cgroup; guarded by mu. Entries of sandboxes not seen
-	// in a snapshot are dropped, and all of them when Run ends.
-	sandboxes map[string]*sandboxProc
+	// sandboxes holds the net/dev file each pod's network is read
+	// through, by its sandbox's cgroup; guarded by mu. Entries of
+	// sandboxes not seen in a snapshot are dropped, and all of them when
+	// Run ends or finds the Provider idle.
+	sandboxes map[string]*sandboxNetDev
 	// limits holds each cgroup's limits as read at most FsMaxAge ago;
 	// guarded by mu. Entries of cgroups not seen in a snapshot are
 	// dropped.
@@ -233,7 +235,7 @@ func New(cfg Config) *Provider {
 	return &Provider{
 		cfg: cfg, bootTime: bootTime(cfg.ProcRoot), cadvisor: cadvisorMetrics(),
 		cpuHist: map[string]cpuHistory{}, specs: map[string]specEntry{}, devices: map[string]string{},
-		dirs: map[string]*podDirsEntry{}, limits: map[string]limitsEntry{}, sandboxes: map[string]*sandboxProc{},
+		dirs: map[string]*podDirsEntry{}, limits: map[string]limitsEntry{}, sandboxes: map[string]*sandboxNetDev{},
 		fsWanted: make(chan struct{}, 1), gzip: newGzipWriters(2),
 	}
 }
@@ -458,8 +460,8 @@ func (p *Provider) walkPod(ps *podSample, n need, seen map[string]bool) {
 		}
 	}
 	wantNet := n.net && !ps.pod.HostNetwork
-	// The sandbox's process is the one to ask for the network (kept
-	// between snapshots, see sandboxProc); without one, the first
+	// The sandbox's process is the one to ask for the network (its file
+	// kept between snapshots, see sandboxNetDev); without one, the first
 	// process of the walk.
 	if wantNet && ps.pod.SandboxCgroup != "" {
 		if ifs, ok := p.sandboxNet(ps.pod.SandboxCgroup, walkProcs); ok {

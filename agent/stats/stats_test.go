@@ -136,7 +136,7 @@ func writeProc(t *testing.T) string {
 	return root
 }
 
-func testProvider(t *testing.T) (*Provider, *fakeCgroups, *clocktesting.FakePassiveClock) {
+func testProvider(t *testing.T) (*Provider, *fakeCgroups, *clocktesting.FakeClock) {
 	t.Helper()
 	cg := &fakeCgroups{
 		stats: map[string]*cgroups.Stats{
@@ -154,7 +154,7 @@ func testProvider(t *testing.T) (*Provider, *fakeCgroups, *clocktesting.FakePass
 			"/kubepods/podu/cid": {Shares: 256, QuotaMicros: 25000, PeriodMicros: 100000},
 		},
 	}
-	clk := clocktesting.NewFakePassiveClock(time.Unix(1700001000, 0))
+	clk := clocktesting.NewFakeClock(time.Unix(1700001000, 0))
 	p := New(Config{
 		NodeName: "node-a",
 		Pods: fakePods{{
