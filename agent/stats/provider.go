@@ -167,10 +167,16 @@ type Provider struct {
 	// guarded by mu. Entries of cgroups not seen in a snapshot are
 	// dropped.
 	specs map[string]specEntry
-	// devices caches block device names by "major:minor"; guarded by
-	// devMu, apart from mu so that naming does not wait for a read.
-	devMu   sync.Mutex
-	devices map[string]string
+	// devices caches block device names by "major:minor", devicePairs
+	// their device label pairs by number and namedDevicePairs by name;
+	// guarded by devMu, apart from mu so that naming does not wait for a
+	// read. They keep every device seen: the machine's disks.
+	devMu            sync.Mutex
+	devices          map[string]string
+	devicePairs      map[[2]uint64]string
+	namedDevicePairs map[string]string
+	// labels keeps /metrics/cadvisor's label pairs between scrapes.
+	labels *labelCache
 	// fsLast is the newest filesystem read of /metrics/cadvisor and
 	// fsAt when it was made; guarded by fsMu, apart from mu so that a
 	// slow runtime does not hold up the cgroup figures.
@@ -235,6 +241,7 @@ func New(cfg Config) *Provider {
 	return &Provider{
 		cfg: cfg, bootTime: bootTime(cfg.ProcRoot), cadvisor: cadvisorMetrics(),
 		cpuHist: map[string]cpuHistory{}, specs: map[string]specEntry{}, devices: map[string]string{},
+		devicePairs: map[[2]uint64]string{}, namedDevicePairs: map[string]string{}, labels: newLabelCache(),
 		dirs: map[string]*podDirsEntry{}, limits: map[string]limitsEntry{}, sandboxes: map[string]*sandboxNetDev{},
 		fsWanted: make(chan struct{}, 1), gzip: newGzipWriters(2),
 	}

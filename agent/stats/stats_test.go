@@ -354,6 +354,27 @@ func TestCadvisorMetrics(t *testing.T) {
 	}
 }
 
+// The label pairs kept between scrapes follow a cgroup whose pod or
+// container changed, and those of cgroups gone are dropped.
+func TestCadvisorLabelsKept(t *testing.T) {
+	p, _, clk := testProvider(t)
+	scrape(t, p)
+	pods := p.cfg.Pods.(fakePods)
+	pods[0].Name, pods[0].Containers[0].Image = "renamed", "busybox:2"
+	clk.SetTime(clk.Now().Add(time.Second))
+	body := scrape(t, p)
+	want := series("container_memory_rss", "90", map[string]string{"container": "c", "id": "/kubepods/podu/cid", "image": "busybox:2", "name": "cid", "namespace": "ns", "pod": "renamed"})
+	if !strings.Contains(body, want) || strings.Contains(body, `pod="p"`) {
+		t.Errorf("after the pod's rename, want %s and no pod=\"p\":\n%s", want, body)
+	}
+	p.cfg.Pods = fakePods{}
+	clk.SetTime(clk.Now().Add(time.Second))
+	scrape(t, p)
+	if n := len(p.labels.rows); n != 2 {
+		t.Errorf("%d rows' labels kept with no pod, want the node's and the pods' cgroups'", n)
+	}
+}
+
 func TestScrapeError(t *testing.T) {
 	p, cg, _ := testProvider(t)
 	cg.fail = map[string]error{"/kubepods/podu/cid": errors.New("permission denied")}
