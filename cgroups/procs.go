@@ -147,8 +147,9 @@ func childNames(p string, known []string) []string {
 		return nil
 	}
 	names := make([]string, 0, len(known))
+	prefix := strings.TrimSuffix(p, "/") + "/"
 	for _, k := range known {
-		name, ok := strings.CutPrefix(k, strings.TrimSuffix(p, "/")+"/")
+		name, ok := strings.CutPrefix(k, prefix)
 		if !ok || name == "" || strings.Contains(name, "/") || slices.Contains(names, name) {
 			return nil
 		}

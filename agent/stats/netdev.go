@@ -59,7 +59,7 @@ type sandboxNetDev struct {
 func (p *Provider) sandboxNet(sandbox string, walk func(path string, known []string, each func(pid int) bool)) (ifs []netInterface, ok bool) {
 	if nd := p.sandboxes[sandbox]; nd != nil {
 		if b, err := preadRaw(nd.fd, &p.netBuf); err == nil {
-			if ifs, err := parseNetDev(sandbox+" net/dev", b); err == nil {
+			if ifs, err := parseNetDev(sandbox, b); err == nil {
 				return ifs, true
 			}
 		}

@@ -154,6 +154,9 @@ type Provider struct {
 	cpuHist map[string]cpuHistory
 	// netBuf is the buffer net/dev files are read into; guarded by mu.
 	netBuf []byte
+	// seen and listed are the sets snapshot makes of the cgroups read and
+	// the sandboxes listed, kept to be used again; guarded by mu.
+	seen, listed map[string]bool
 	// sandboxes holds the net/dev file each pod's network is read
 	// through, by its sandbox's cgroup; guarded by mu. Entries of
 	// sandboxes not seen in a snapshot are dropped, and all of them when
@@ -243,6 +246,7 @@ func New(cfg Config) *Provider {
 		cpuHist: map[string]cpuHistory{}, specs: map[string]specEntry{}, devices: map[string]string{},
 		devicePairs: map[[2]uint64]string{}, namedDevicePairs: map[string]string{}, labels: newLabelCache(),
 		dirs: map[string]*podDirsEntry{}, limits: map[string]limitsEntry{}, sandboxes: map[string]*sandboxNetDev{},
+		seen: map[string]bool{}, listed: map[string]bool{},
 		fsWanted: make(chan struct{}, 1), gzip: newGzipWriters(2),
 	}
 }
@@ -323,7 +327,11 @@ func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 	}
 	logger := klog.FromContext(ctx)
 	snap := &snapshot{at: now, has: n}
-	seen := map[string]bool{}
+	// seen holds the cgroups read or walked, sandboxes the sandboxes
+	// listed: the maps of the last snapshot, emptied.
+	seen, sandboxes := p.seen, p.listed
+	clear(seen)
+	clear(sandboxes)
 	readStats, cpuSpec := p.cfg.Cgroups.ReadStats, p.cfg.Cgroups.CPUSpec
 	if p.cfg.Files != nil {
 		readStats, cpuSpec = p.cfg.Files.ReadStats, p.cfg.Files.CPUSpec
@@ -377,10 +385,11 @@ func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 			snap.nodeNet = ifs
 		}
 	}
-	sandboxes := map[string]bool{}
-	for _, pod := range p.cfg.Pods.StatsPods() {
+	pods := p.cfg.Pods.StatsPods()
+	snap.podList = make([]podSample, 0, len(pods))
+	for _, pod := range pods {
 		sandboxes[pod.SandboxCgroup] = true
-		ps := podSample{pod: pod}
+		ps := podSample{pod: pod, containers: make([]containerSample, 0, len(pod.Containers))}
 		if pod.Cgroup != "" {
 			ps.own = read(pod.Cgroup)
 			if ps.own == nil {
