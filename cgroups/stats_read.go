@@ -478,20 +478,24 @@ func readIOStatV2(r reader) ([]IOStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	byDev := map[[2]uint64]*IOStats{}
+	var out []IOStats
 	for len(b) > 0 {
 		var line []byte
 		line, b, _ = bytes.Cut(b, []byte{'\n'})
-		fields := bytes.Fields(line)
-		if len(fields) == 0 {
+		var fields [16][]byte
+		n := fieldsOf(line, fields[:])
+		if n == 0 {
 			continue
+		}
+		if n > len(fields) {
+			n = len(fields) // more keys than io.stat has: the first ones
 		}
 		major, minor, ok := parseDevice(fields[0])
 		if !ok {
 			continue
 		}
-		s := &IOStats{Major: major, Minor: minor}
-		for _, f := range fields[1:] {
+		s := IOStats{Major: major, Minor: minor}
+		for _, f := range fields[1:n] {
 			k, v, ok := bytes.Cut(f, []byte{'='})
 			if !ok {
 				continue
@@ -511,9 +515,11 @@ func readIOStatV2(r reader) ([]IOStats, error) {
 				s.WriteOps = n
 			}
 		}
-		byDev[[2]uint64{major, minor}] = s
+		var d *IOStats
+		out, d = ioStatsOf(out, major, minor)
+		*d = s // a disk listed again: its last line, as before
 	}
-	return sortedIO(byDev), nil
+	return out, nil
 }
 
 // parseDevice parses "MAJ:MIN".
