@@ -25,10 +25,15 @@ func (p *Provider) CadvisorHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		c := &collector{p: p, snap: p.snapshot(ctx, needCadvisor), fs: p.cachedFs(ctx)}
-		rows := c.rows()
+		rows := c.rows(p.rowBufs.get(func() []row { return nil }))
+		defer func() {
+			clear(rows) // holds nothing of the snapshot while kept
+			p.rowBufs.put(rows[:0])
+		}()
 		out, end := metricsResponse(w, r, p.gzip)
 		defer end()
-		t := newTextWriter(out)
+		t := newTextWriter(out, p.textBufs)
+		defer t.release(p.textBufs)
 		c.write(t, rows)
 		_ = t.flush() // a client gone
 	})
@@ -48,7 +53,7 @@ var baseLabels = [...]string{"container", "id", "image", "name", "namespace", "p
 // network of the pod when the row is a pod's.
 type row struct {
 	// pairs are the base labels' pairs, in baseLabels' order.
-	pairs   [len(baseLabels)]string
+	pairs   *[len(baseLabels)]string
 	path    string
 	stats   *cgroups.Stats
 	net     []netInterface
@@ -91,8 +96,9 @@ func newLabelCache() *labelCache {
 }
 
 // rowPairs returns the pairs of baseLabels with values, made again if the
-// row at path had other values. l.mu must be held.
-func (l *labelCache) rowPairs(path string, values [len(baseLabels)]string) [len(baseLabels)]string {
+// row at path had other values; they are not changed after. l.mu must be
+// held.
+func (l *labelCache) rowPairs(path string, values [len(baseLabels)]string) *[len(baseLabels)]string {
 	e := l.rows[path]
 	if e == nil || e.values != values {
 		e = &rowLabels{values: values}
@@ -102,7 +108,7 @@ func (l *labelCache) rowPairs(path string, values [len(baseLabels)]string) [len(
 		l.rows[path] = e
 	}
 	e.gen = l.gen
-	return e.pairs
+	return &e.pairs
 }
 
 // interfacePair is the interface label pair of name. l.mu must be held.
@@ -115,12 +121,13 @@ func (l *labelCache) interfacePair(name string) string {
 	return p
 }
 
-func (c *collector) rows() []row {
+// rows returns the rows of the snapshot, appended to buf.
+func (c *collector) rows(buf []row) []row {
 	l := c.p.labels
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.gen++
-	out := make([]row, 0, 2+3*len(c.snap.podList))
+	out := buf[:0]
 	add := func(path string, values ...string) *row {
 		var v [len(baseLabels)]string
 		copy(v[:], values)

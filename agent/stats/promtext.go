@@ -51,8 +51,18 @@ type textWriter struct {
 // textFlushAt is the buffered size at which a textWriter writes out.
 const textFlushAt = 32 << 10
 
-func newTextWriter(w io.Writer) *textWriter {
-	return &textWriter{w: w, buf: make([]byte, 0, textFlushAt+4096)}
+// newTextWriter returns a textWriter writing to w through a buffer of
+// bufs; release gives it back.
+func newTextWriter(w io.Writer, bufs *kept[[]byte]) *textWriter {
+	return &textWriter{w: w, buf: bufs.get(newTextBuffer)[:0]}
+}
+
+func newTextBuffer() []byte { return make([]byte, 0, textFlushAt+4096) }
+
+// release gives t's buffer back to bufs; t is not used after.
+func (t *textWriter) release(bufs *kept[[]byte]) {
+	bufs.put(t.buf[:0])
+	t.buf = nil
 }
 
 // family starts the family name; families must come sorted by name and
@@ -171,39 +181,26 @@ func appendEscaped(b []byte, s string, quote bool) []byte {
 	return b
 }
 
-// gzipWriters keeps the gzip writers of compressed metrics responses
-// between responses: making one costs some 0.5 MB of state (1.2 MB with
-// compress/gzip's) and 0.1 ms, which a sync.Pool would make again at
-// nearly every scrape, since it drops what it holds at each collection.
-// Up to cap(free) writers are kept; more are made while as many responses
-// are being compressed at once, and dropped after.
-type gzipWriters struct {
-	// free holds the writers not in use; buffered, never closed.
-	free chan *gzip.Writer
-}
+// gzipWriters keeps the gzip writers of compressed metrics responses:
+// making one costs some 0.5 MB of state (1.2 MB with compress/gzip's)
+// and 0.1 ms.
+type gzipWriters struct{ k *kept[*gzip.Writer] }
 
-func newGzipWriters(keep int) *gzipWriters {
-	return &gzipWriters{free: make(chan *gzip.Writer, keep)}
-}
+func newGzipWriters(keep int) *gzipWriters { return &gzipWriters{k: newKept[*gzip.Writer](keep)} }
 
 // get returns a writer compressing to w; put it back when closed.
 func (g *gzipWriters) get(w io.Writer) *gzip.Writer {
-	select {
-	case zw := <-g.free:
-		zw.Reset(w)
-		return zw
-	default:
+	zw := g.k.get(func() *gzip.Writer {
 		zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed) // a valid level
 		return zw
-	}
+	})
+	zw.Reset(w)
+	return zw
 }
 
 func (g *gzipWriters) put(zw *gzip.Writer) {
 	zw.Reset(io.Discard) // drop the reference to the response
-	select {
-	case g.free <- zw:
-	default: // enough kept
-	}
+	g.k.put(zw)
 }
 
 // metricsResponse starts a text-format response on w, gzip-compressed

@@ -238,7 +238,7 @@ func TestMetricsMatchClientGolang(t *testing.T) {
 // Label values and help texts are escaped as the format says.
 func TestTextEscaping(t *testing.T) {
 	var b bytes.Buffer
-	w := newTextWriter(&b)
+	w := newTextWriter(&b, newKept[[]byte](1))
 	w.family("m", "help with \\ and\nnewline and \"quotes\"", gauge)
 	w.sample(1.5, -1, pair("a", "back\\slash \"quoted\"\nline"))
 	w.sample(2e21, 1700000000123, pair("a", ""))
@@ -288,15 +288,15 @@ func TestGzipWritersKept(t *testing.T) {
 			} else {
 				end()
 			}
-			if round == 1 && len(gz.free) != 2 {
-				t.Errorf("response %d in turn: %d writers kept, want 2", i, len(gz.free))
+			if round == 1 && len(gz.k.free) != 2 {
+				t.Errorf("response %d in turn: %d writers kept, want 2", i, len(gz.k.free))
 			}
 		}
 		for _, end := range ends {
 			end()
 		}
-		if round == 0 && len(gz.free) != 2 {
-			t.Errorf("after three responses at once: %d writers kept, want 2", len(gz.free))
+		if round == 0 && len(gz.k.free) != 2 {
+			t.Errorf("after three responses at once: %d writers kept, want 2", len(gz.k.free))
 		}
 		for i, rec := range recs {
 			zr, err := gzip.NewReader(rec.Body)

@@ -142,8 +142,12 @@ type Provider struct {
 	bootTime time.Time
 	// cadvisor is the table of /metrics/cadvisor's families; read-only.
 	cadvisor []metric
-	// gzip keeps the writers of compressed metrics responses.
-	gzip *gzipWriters
+	// gzip keeps the writers of compressed metrics responses, textBufs
+	// and jsonBufs the buffers of metrics and Summary responses, rowBufs
+	// those of /metrics/cadvisor's rows.
+	gzip               *gzipWriters
+	textBufs, jsonBufs *kept[[]byte]
+	rowBufs            *kept[[]row]
 
 	mu sync.Mutex
 	// last is the newest snapshot; guarded by mu, which is held while a
@@ -248,6 +252,7 @@ func New(cfg Config) *Provider {
 		dirs: map[string]*podDirsEntry{}, limits: map[string]limitsEntry{}, sandboxes: map[string]*sandboxNetDev{},
 		seen: map[string]bool{}, listed: map[string]bool{},
 		fsWanted: make(chan struct{}, 1), gzip: newGzipWriters(2),
+		textBufs: newKept[[]byte](2), jsonBufs: newKept[[]byte](2), rowBufs: newKept[[]row](2),
 	}
 }
 

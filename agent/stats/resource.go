@@ -21,7 +21,8 @@ func (p *Provider) ResourceHandler() http.Handler {
 		s := p.summaryOf(snap, true)
 		out, end := metricsResponse(w, r, p.gzip)
 		defer end()
-		t := newTextWriter(out)
+		t := newTextWriter(out, p.textBufs)
+		defer t.release(p.textBufs)
 		writeResource(t, s, snap.errors > 0)
 		_ = t.flush() // a client gone
 	})

@@ -100,7 +100,7 @@ func (p *Provider) SummaryHandler() http.Handler {
 		only := r.URL.Query().Get("only_cpu_and_memory") == "true"
 		s := p.Summary(r.Context(), only)
 		w.Header().Set("Content-Type", "application/json")
-		_ = writeSummary(w, s) // a client gone
+		_ = writeSummary(w, s, p.jsonBufs) // a client gone
 	})
 }
 

@@ -27,14 +27,16 @@ import (
 // written out, between pods.
 const summaryFlushAt = 32 << 10
 
-// writeSummary writes s to w as json.NewEncoder(w).Encode(s) does. A
-// float that JSON cannot hold (NaN, an infinity) makes encoding/json fail
-// before it writes anything; here, a summary with one is handed to it.
-func writeSummary(w io.Writer, s *statsapi.Summary) error {
+// writeSummary writes s to w as json.NewEncoder(w).Encode(s) does,
+// through a buffer of bufs. A float that JSON cannot hold (NaN, an
+// infinity) makes encoding/json fail before it writes anything; here, a
+// summary with one is handed to it.
+func writeSummary(w io.Writer, s *statsapi.Summary, bufs *kept[[]byte]) error {
 	if !finiteSummary(s) {
 		return json.NewEncoder(w).Encode(s)
 	}
-	b := make([]byte, 0, summaryFlushAt+8<<10)
+	b := bufs.get(func() []byte { return make([]byte, 0, summaryFlushAt+8<<10) })[:0]
+	defer func() { bufs.put(b[:0]) }()
 	b = append(b, `{"node":`...)
 	b = appendNodeStats(b, &s.Node)
 	b = append(b, `,"pods":`...)

@@ -106,7 +106,7 @@ func TestSummaryJSON(t *testing.T) {
 		var s statsapi.Summary
 		fill(t, r, reflect.ValueOf(&s).Elem())
 		var got bytes.Buffer
-		if err := writeSummary(&got, &s); err != nil {
+		if err := writeSummary(&got, &s, newKept[[]byte](1)); err != nil {
 			t.Fatal(err)
 		}
 		if want := encodingJSON(t, &s); !bytes.Equal(got.Bytes(), want) {
@@ -127,7 +127,7 @@ func TestSummaryJSONLarge(t *testing.T) {
 	}
 	var got bytes.Buffer
 	w := &countingWriter{w: &got}
-	if err := writeSummary(w, &s); err != nil {
+	if err := writeSummary(w, &s, newKept[[]byte](1)); err != nil {
 		t.Fatal(err)
 	}
 	if want := encodingJSON(t, &s); !bytes.Equal(got.Bytes(), want) || w.writes < 2 {
@@ -137,7 +137,7 @@ func TestSummaryJSONLarge(t *testing.T) {
 	for _, only := range []bool{false, true} {
 		summary := p.Summary(t.Context(), only)
 		got.Reset()
-		if err := writeSummary(&got, summary); err != nil {
+		if err := writeSummary(&got, summary, newKept[[]byte](1)); err != nil {
 			t.Fatal(err)
 		}
 		if want := encodingJSON(t, summary); !bytes.Equal(got.Bytes(), want) {
@@ -151,7 +151,7 @@ func TestSummaryJSONLarge(t *testing.T) {
 func TestSummaryJSONNaN(t *testing.T) {
 	s := statsapi.Summary{Node: statsapi.NodeStats{CPU: &statsapi.CPUStats{PSI: &statsapi.PSIStats{Full: statsapi.PSIData{Avg10: math.NaN()}}}}}
 	var got bytes.Buffer
-	if err := writeSummary(&got, &s); err == nil || got.Len() != 0 {
+	if err := writeSummary(&got, &s, newKept[[]byte](1)); err == nil || got.Len() != 0 {
 		t.Errorf("with a NaN: %v, %q; want encoding/json's error and nothing written", err, got.String())
 	}
 }
