@@ -39,13 +39,14 @@ type PodLister struct {
 	deps PodListerDeps
 
 	mu sync.Mutex
-	// found holds the cgroup found of each pod, with the sandbox it was
-	// found for (a sandbox stays in its cgroup: see statsPod), so that
-	// each pod's is looked up once per sandbox rather than at each
-	// snapshot (a stat of its path on the hierarchy, 9 us a pod on this
-	// project's hosts). Entries of pods not listed by the last call
-	// (whose gen they do not have) are dropped. Guarded by mu.
-	found map[types.UID]foundCgroup
+	// found holds, by pod, the cgroup found for its sandbox (a sandbox
+	// stays in its cgroup: see statsPod), so that each pod's is looked up
+	// once per sandbox rather than at each snapshot (a stat of its path
+	// on the hierarchy, 9 us a pod on this project's hosts), and the Pod
+	// last listed, whose containers serve again while the same ones run.
+	// Entries of pods not listed by the last call (whose gen they do not
+	// have) are dropped. Guarded by mu.
+	found map[types.UID]*foundPod
 	gen   uint64
 }
 
@@ -56,16 +57,18 @@ type PodListerDeps struct {
 	Cgroups podCgroups
 }
 
-// foundCgroup is a pod's cgroup as found for its sandbox, and the gen of
-// the last call that listed the pod.
-type foundCgroup struct {
+// foundPod is a pod's cgroup as found for its sandbox, the Pod last
+// listed (immutable: Containers is shared with the callers of
+// StatsPods), and the gen of the last call that listed the pod.
+type foundPod struct {
 	sandbox, cgroup string
+	last            Pod
 	gen             uint64
 }
 
 // NewPodLister returns a PodLister of deps.
 func NewPodLister(deps PodListerDeps) *PodLister {
-	return &PodLister{deps: deps, found: map[types.UID]foundCgroup{}}
+	return &PodLister{deps: deps, found: map[types.UID]*foundPod{}}
 }
 
 var _ podSource = (*PodLister)(nil)
@@ -76,8 +79,9 @@ func (l *PodLister) StatsPods() []Pod {
 	l.gen++
 	gen := l.gen
 	l.mu.Unlock()
-	var out []Pod
-	for _, pod := range l.deps.Pods.List() {
+	pods := l.deps.Pods.List()
+	out := make([]Pod, 0, len(pods))
+	for _, pod := range pods {
 		st, _ := l.deps.Runtime.Get(pod.UID)
 		if st == nil {
 			continue
@@ -117,25 +121,30 @@ func (l *PodLister) statsPod(pod *v1.Pod, st *kubecontainer.PodStatus, sb *runti
 	// sandbox, it is that sandbox's for as long as it lives (a cgroup
 	// removed meanwhile reads as gone; one not found is looked up again
 	// at the next call).
-	parent := ""
 	l.mu.Lock()
-	f, ok := l.found[pod.UID]
-	if ok && f.sandbox == sb.GetId() {
+	f := l.found[pod.UID]
+	if f != nil && f.sandbox == sb.GetId() {
 		f.gen = gen
-		l.found[pod.UID] = f
+	} else {
+		f = nil
 	}
 	l.mu.Unlock()
-	if ok && f.sandbox == sb.GetId() {
-		sp.Cgroup, parent = f.cgroup, f.cgroup
+	if f != nil {
+		sp.Cgroup, sp.SandboxCgroup = f.cgroup, f.last.SandboxCgroup
+		if sameContainers(f.last.Containers, st, sb.GetId()) {
+			sp.Containers = f.last.Containers
+			return sp
+		}
 	} else if p, ok := l.deps.Cgroups.FindPodCgroupOf(pod); ok {
-		sp.Cgroup, parent = p, p
-		l.mu.Lock()
-		l.found[pod.UID] = foundCgroup{sandbox: sb.GetId(), cgroup: p, gen: gen}
-		l.mu.Unlock()
+		sp.Cgroup = p
+		sp.SandboxCgroup = l.deps.Cgroups.ContainerCgroup(p, sb.GetId())
 	} else {
+		sp.SandboxCgroup = l.deps.Cgroups.ContainerCgroup(l.deps.Cgroups.PodCgroupParent(pod), sb.GetId())
+	}
+	parent := sp.Cgroup
+	if parent == "" {
 		parent = l.deps.Cgroups.PodCgroupParent(pod)
 	}
-	sp.SandboxCgroup = l.deps.Cgroups.ContainerCgroup(parent, sb.GetId())
 	for _, c := range st.Containers {
 		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING || c.SandboxID != sb.GetId() {
 			continue
@@ -145,5 +154,27 @@ func (l *PodLister) statsPod(pod *v1.Pod, st *kubecontainer.PodStatus, sb *runti
 			Cgroup: l.deps.Cgroups.ContainerCgroup(parent, c.ID),
 		})
 	}
+	if sp.Cgroup != "" {
+		l.mu.Lock()
+		l.found[pod.UID] = &foundPod{sandbox: sb.GetId(), cgroup: sp.Cgroup, last: sp, gen: gen}
+		l.mu.Unlock()
+	}
 	return sp
+}
+
+// sameContainers reports whether cs are the running containers of the
+// sandbox with id in st, in st's order, with the same names, images and
+// creation times.
+func sameContainers(cs []Container, st *kubecontainer.PodStatus, sandbox string) bool {
+	i := 0
+	for _, c := range st.Containers {
+		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING || c.SandboxID != sandbox {
+			continue
+		}
+		if i == len(cs) || cs[i].ID != c.ID || cs[i].Name != c.Name || cs[i].Image != c.Image || !cs[i].StartTime.Equal(c.CreatedAt) {
+			return false
+		}
+		i++
+	}
+	return i == len(cs)
 }

@@ -104,9 +104,17 @@ func TestPodLister(t *testing.T) {
 	if again := l.StatsPods(); len(again) != 2 || again[0].Cgroup != w.Cgroup || cg.finds != 3 {
 		t.Errorf("second StatsPods = %+v after %d lookups, want the same after 3", again, cg.finds)
 	}
+	// The same containers: the same list; one more: a new one.
+	if again := l.StatsPods(); &again[0].Containers[0] != &w.Containers[0] {
+		t.Errorf("web's containers made again while the same ran")
+	}
+	runtime[web.UID].Containers = append(runtime[web.UID].Containers, running("c3", "sb2"))
+	if again := l.StatsPods(); len(again[0].Containers) != 2 || again[0].Containers[1].Cgroup != "/kubepods/burstable/podweb/c3" || again[0].SandboxCgroup != w.SandboxCgroup {
+		t.Errorf("with a second container, web = %+v", again[0])
+	}
 	runtime[web.UID].Sandboxes = append([]*runtimeapi.PodSandboxStatus{sandbox("sb5", runtimeapi.PodSandboxState_SANDBOX_READY)}, runtime[web.UID].Sandboxes...)
-	if again := l.StatsPods(); again[0].SandboxCgroup != "/kubepods/burstable/podweb/sb5" || cg.finds != 5 {
-		t.Errorf("with a new sandbox: %+v after %d lookups, want its cgroup looked up again (5)", again[0], cg.finds)
+	if again := l.StatsPods(); again[0].SandboxCgroup != "/kubepods/burstable/podweb/sb5" || len(again[0].Containers) != 0 || cg.finds != 7 {
+		t.Errorf("with a new sandbox: %+v after %d lookups, want its cgroup looked up again (7)", again[0], cg.finds)
 	}
 	// A pod no longer listed is forgotten.
 	l.deps.Pods = listedPods{flat}
