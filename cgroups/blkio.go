@@ -79,15 +79,23 @@ func (m *Manager) disks() []disk {
 // blkio.throttle.io_service_bytes_recursive and io_serviced_recursive: the
 // recursive files, because a pod's own cgroup holds no process and its
 // non-recursive files stay 0. A missing file wraps errdefs.ErrNotFound.
+//
+// The kernel writes both files from the same list, a line for each disk
+// the cgroup (or one below it) has throttling state for, whatever its
+// figures: when the first lists none, the second is not read (most
+// cgroups, on a host whose disks have no throttle rule; see doc.go).
 func readBlkioV1(r reader) ([]IOStats, error) {
 	var out []IOStats
-	for _, f := range []struct {
+	for i, f := range []struct {
 		file        statFile
 		read, write func(*IOStats) *uint64
 	}{
 		{v1BlkioBytes, func(s *IOStats) *uint64 { return &s.ReadBytes }, func(s *IOStats) *uint64 { return &s.WriteBytes }},
 		{v1BlkioOps, func(s *IOStats) *uint64 { return &s.ReadOps }, func(s *IOStats) *uint64 { return &s.WriteOps }},
 	} {
+		if i > 0 && len(out) == 0 {
+			break // no disk
+		}
 		b, err := r.stat(f.file)
 		if err != nil {
 			return nil, err
