@@ -288,15 +288,15 @@ func TestGzipWritersKept(t *testing.T) {
 			} else {
 				end()
 			}
-			if round == 1 && len(gz.k.free) != 2 {
-				t.Errorf("response %d in turn: %d writers kept, want 2", i, len(gz.k.free))
+			if round == 1 && len(gz.zw.free) != 2 {
+				t.Errorf("response %d in turn: %d writers kept, want 2", i, len(gz.zw.free))
 			}
 		}
 		for _, end := range ends {
 			end()
 		}
-		if round == 0 && len(gz.k.free) != 2 {
-			t.Errorf("after three responses at once: %d writers kept, want 2", len(gz.k.free))
+		if round == 0 && len(gz.zw.free) != 2 {
+			t.Errorf("after three responses at once: %d writers kept, want 2", len(gz.zw.free))
 		}
 		for i, rec := range recs {
 			zr, err := gzip.NewReader(rec.Body)
