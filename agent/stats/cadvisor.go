@@ -171,6 +171,13 @@ func (c *collector) rows(buf []row) []row {
 			}
 		}
 	}
+	l.prune()
+	return out
+}
+
+// prune drops the rows not used since gen was last counted, and the
+// interfaces' pairs once they are many. l.mu must be held.
+func (l *labelCache) prune() {
 	for path, e := range l.rows {
 		if e.gen != l.gen {
 			delete(l.rows, path)
@@ -179,7 +186,6 @@ func (c *collector) rows(buf []row) []row {
 	if len(l.ifs) > 64 { // names of interfaces gone
 		clear(l.ifs)
 	}
-	return out
 }
 
 func (s *sample) pathOr(def string) string {

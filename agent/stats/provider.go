@@ -182,8 +182,9 @@ type Provider struct {
 	devices          map[string]string
 	devicePairs      map[[2]uint64]string
 	namedDevicePairs map[string]string
-	// labels keeps /metrics/cadvisor's label pairs between scrapes.
-	labels *labelCache
+	// labels and resourceLabels keep /metrics/cadvisor's and
+	// /metrics/resource's label pairs between scrapes.
+	labels, resourceLabels *labelCache
 	// fsLast is the newest filesystem read of /metrics/cadvisor and
 	// fsAt when it was made; guarded by fsMu, apart from mu so that a
 	// slow runtime does not hold up the cgroup figures.
@@ -248,7 +249,7 @@ func New(cfg Config) *Provider {
 	return &Provider{
 		cfg: cfg, bootTime: bootTime(cfg.ProcRoot), cadvisor: cadvisorMetrics(),
 		cpuHist: map[string]cpuHistory{}, specs: map[string]specEntry{}, devices: map[string]string{},
-		devicePairs: map[[2]uint64]string{}, namedDevicePairs: map[string]string{}, labels: newLabelCache(),
+		devicePairs: map[[2]uint64]string{}, namedDevicePairs: map[string]string{}, labels: newLabelCache(), resourceLabels: newLabelCache(),
 		dirs: map[string]*podDirsEntry{}, limits: map[string]limitsEntry{}, sandboxes: map[string]*sandboxNetDev{},
 		seen: map[string]bool{}, listed: map[string]bool{},
 		fsWanted: make(chan struct{}, 1), gzip: newGzipWriters(2),
