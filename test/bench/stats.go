@@ -132,16 +132,27 @@ func (a *agentProc) statsProfiles(prefix string) error {
 			a.saveProfile(prefix+"."+run.name+".pprof", d)
 		}()
 		calls := 0
+		var err error
+	calling:
 		for end := time.Now().Add(d); time.Now().Before(end); {
 			for _, path := range run.paths {
-				if _, code, err := a.get(path); err != nil || code != http.StatusOK {
-					return fmt.Errorf("%s: HTTP %d: %v", path, code, err)
+				_, code, gerr := a.get(path)
+				switch {
+				case gerr != nil:
+					err = fmt.Errorf("%s: %w", path, gerr)
+					break calling
+				case code != http.StatusOK:
+					err = fmt.Errorf("%s: HTTP %d", path, code)
+					break calling
 				}
 				calls++
 			}
 			time.Sleep(run.pause)
 		}
 		<-done
+		if err != nil {
+			return err
+		}
 		fmt.Printf("  profile %s.%s.pprof: %d calls over %v\n", prefix, run.name, calls, d)
 	}
 	return nil
