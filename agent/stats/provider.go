@@ -93,7 +93,7 @@ type Config struct {
 	// memory a file; half the cost of a walk, for a descriptor of each
 	// directory walked: see cgroups.StatsFiles); the Provider closes
 	// those of cgroups it no longer reports after each snapshot, and all
-	// of them when Run ends.
+	// of them when Run ends or finds it idle (keepIdle).
 	Files openFiles
 	// Clock tells the time of reads, and paces Run's checks for idleness.
 	Clock clock.WithTicker
