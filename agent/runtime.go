@@ -109,7 +109,7 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 	allocatableResources := na.Allocatable()
 	statsConfig := stats.Config{
 		NodeName:      b.nodeName,
-		Pods:          stats.PodLister{Pods: b.pods, Runtime: b.cache, Cgroups: cg},
+		Pods:          stats.NewPodLister(stats.PodListerDeps{Pods: b.pods, Runtime: b.cache, Cgroups: cg}),
 		Cgroups:       cg,
 		Files:         cg.NewStatsFiles(),
 		Clock:         b.clock,

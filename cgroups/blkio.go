@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -79,15 +79,23 @@ func (m *Manager) disks() []disk {
 // blkio.throttle.io_service_bytes_recursive and io_serviced_recursive: the
 // recursive files, because a pod's own cgroup holds no process and its
 // non-recursive files stay 0. A missing file wraps errdefs.ErrNotFound.
+//
+// The kernel writes both files from the same list, a line for each disk
+// the cgroup (or one below it) has throttling state for, whatever its
+// figures: when the first lists none, the second is not read (most
+// cgroups, on a host whose disks have no throttle rule; see doc.go).
 func readBlkioV1(r reader) ([]IOStats, error) {
-	byDev := map[[2]uint64]*IOStats{}
-	for _, f := range []struct {
+	var out []IOStats
+	for i, f := range []struct {
 		file        statFile
 		read, write func(*IOStats) *uint64
 	}{
 		{v1BlkioBytes, func(s *IOStats) *uint64 { return &s.ReadBytes }, func(s *IOStats) *uint64 { return &s.WriteBytes }},
 		{v1BlkioOps, func(s *IOStats) *uint64 { return &s.ReadOps }, func(s *IOStats) *uint64 { return &s.WriteOps }},
 	} {
+		if i > 0 && len(out) == 0 {
+			break // no disk
+		}
 		b, err := r.stat(f.file)
 		if err != nil {
 			return nil, err
@@ -96,8 +104,8 @@ func readBlkioV1(r reader) ([]IOStats, error) {
 			var line []byte
 			line, b, _ = bytes.Cut(b, []byte{'\n'})
 			// "254:0 Read 4096"; the last line is "Total N".
-			fields := bytes.Fields(line)
-			if len(fields) != 3 {
+			var fields [3][]byte
+			if fieldsOf(line, fields[:]) != 3 {
 				continue
 			}
 			major, minor, ok := parseDevice(fields[0])
@@ -108,12 +116,8 @@ func readBlkioV1(r reader) ([]IOStats, error) {
 			if err != nil {
 				continue
 			}
-			key := [2]uint64{major, minor}
-			s := byDev[key]
-			if s == nil {
-				s = &IOStats{Major: major, Minor: minor}
-				byDev[key] = s
-			}
+			var s *IOStats
+			out, s = ioStatsOf(out, major, minor)
 			switch string(fields[1]) {
 			case "Read":
 				*f.read(s) = v
@@ -122,21 +126,47 @@ func readBlkioV1(r reader) ([]IOStats, error) {
 			}
 		}
 	}
-	return sortedIO(byDev), nil
+	return out, nil
 }
 
-func sortedIO(byDev map[[2]uint64]*IOStats) []IOStats {
-	out := make([]IOStats, 0, len(byDev))
-	for _, s := range byDev {
-		out = append(out, *s)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Major != out[j].Major {
-			return out[i].Major < out[j].Major
+// fieldsOf splits line at runs of spaces and tabs into fields, as
+// bytes.Fields does for these files, without allocating: it returns how
+// many fields line has (len(fields)+1 when it has more).
+func fieldsOf(line []byte, fields [][]byte) int {
+	n := 0
+	for {
+		for len(line) > 0 && (line[0] == ' ' || line[0] == '\t') {
+			line = line[1:]
 		}
-		return out[i].Minor < out[j].Minor
-	})
-	return out
+		if len(line) == 0 {
+			return n
+		}
+		end := bytes.IndexAny(line, " \t")
+		if end < 0 {
+			end = len(line)
+		}
+		if n == len(fields) {
+			return n + 1
+		}
+		fields[n] = line[:end]
+		n++
+		line = line[end:]
+	}
+}
+
+// ioStatsOf returns the entry of out for the disk major:minor, added in
+// the order of device numbers if out has none.
+func ioStatsOf(out []IOStats, major, minor uint64) ([]IOStats, *IOStats) {
+	i := 0
+	for ; i < len(out); i++ {
+		if d := &out[i]; d.Major == major && d.Minor == minor {
+			return out, d
+		} else if d.Major > major || (d.Major == major && d.Minor > minor) {
+			break
+		}
+	}
+	out = slices.Insert(out, i, IOStats{Major: major, Minor: minor})
+	return out, &out[i]
 }
 
 // DeviceName is the name of a block device as cAdvisor labels it,

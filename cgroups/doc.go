@@ -41,7 +41,8 @@
 // leaves as cgroup parents for the runtime, files in the cgroup
 // hierarchies, and statistics: ReadStats (the figures asked for, each file
 // opened and closed), StatsFiles (the same through files kept open between
-// reads, for the stats endpoints' repeated reads) and WalkProcs.
+// reads, for the stats endpoints' repeated reads) and WalkProcs (also
+// through StatsFiles, relative to directories kept open).
 //
 // # Invariants
 //

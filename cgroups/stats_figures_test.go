@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,35 +97,55 @@ func TestProcsNested(t *testing.T) {
 	if want := []int{10, 20, 21, 30, 40}; !slices.Equal(got, want) {
 		t.Errorf("Procs(/pod) = %v, want %v", got, want)
 	}
-	// Told of the cgroups below it, the walk finds the same; told of
-	// some, or of one that is not there, it lists the pod's directory and
-	// still counts each process once.
-	for _, known := range [][]string{
-		{"/pod/sandbox", "/pod/ctr"},
-		{"/pod/sandbox"},
-		{"/pod/sandbox", "/pod/gone"},
-		{"/pod/sandbox", "/pod/ctr/inner"},
-		{"/pod/sandbox", "/pod/sandbox"},
-	} {
-		var pids []int
-		m.WalkProcs("/pod", known, func(pid int) bool { pids = append(pids, pid); return true })
-		slices.Sort(pids)
-		if !slices.Equal(pids, got) {
-			t.Errorf("WalkProcs(/pod, %v) = %v, want %v", known, pids, got)
+	files := m.NewStatsFiles()
+	defer files.Close()
+	for _, w := range []struct {
+		name string
+		walk func(p string, known []string, each func(pid int) bool)
+	}{{"Manager", m.WalkProcs}, {"StatsFiles", files.WalkProcs}} {
+		// Told of the cgroups below it, the walk finds the same; told of
+		// some, or of one that is not there, it lists the pod's directory
+		// and still counts each process once. Twice: StatsFiles' second
+		// walk is through the directories it kept open.
+		for range 2 {
+			for _, known := range [][]string{
+				nil,
+				{"/pod/sandbox", "/pod/ctr"},
+				{"/pod/sandbox"},
+				{"/pod/sandbox", "/pod/gone"},
+				{"/pod/sandbox", "/pod/ctr/inner"},
+				{"/pod/sandbox", "/pod/sandbox"},
+			} {
+				var pids []int
+				w.walk("/pod", known, func(pid int) bool { pids = append(pids, pid); return true })
+				slices.Sort(pids)
+				if !slices.Equal(pids, got) {
+					t.Errorf("%s.WalkProcs(/pod, %v) = %v, want %v", w.name, known, pids, got)
+				}
+			}
+		}
+		// WalkProcs stops when asked: the first PID is the pod's own, else
+		// one of the first child listed.
+		var walked []int
+		w.walk("/pod", nil, func(pid int) bool {
+			walked = append(walked, pid)
+			return false
+		})
+		if len(walked) != 1 || !slices.Contains(got, walked[0]) {
+			t.Errorf("%s.WalkProcs stopped after the first PID saw %v", w.name, walked)
+		}
+		var gone []int
+		w.walk("/gone", nil, func(pid int) bool { gone = append(gone, pid); return true })
+		if len(gone) != 0 {
+			t.Errorf("%s.WalkProcs of a missing cgroup = %v, want none", w.name, gone)
 		}
 	}
-	// WalkProcs stops when asked: the first PID is the pod's own, else
-	// one of the first child listed.
-	var walked []int
-	m.WalkProcs("/pod", nil, func(pid int) bool {
-		walked = append(walked, pid)
-		return false
-	})
-	if len(walked) != 1 || !slices.Contains(got, walked[0]) {
-		t.Errorf("WalkProcs stopped after the first PID saw %v", walked)
+	if n := files.Dirs(); n != 3 {
+		t.Errorf("StatsFiles holds %d directories after its walks, want 3 (/pod, its sandbox and ctr; ctr/inner is listed)", n)
 	}
-	if got := m.Procs("/gone"); len(got) != 0 {
-		t.Errorf("Procs of a missing cgroup = %v, want none", got)
+	files.Retain(func(string) bool { return false })
+	if n := files.Dirs(); n != 0 {
+		t.Errorf("StatsFiles holds %d directories after Retain kept none", n)
 	}
 }
 
@@ -165,6 +186,95 @@ func TestProcsReal(t *testing.T) {
 	slices.Sort(known)
 	if !slices.Equal(known, want) {
 		t.Errorf("WalkProcs(%s, its child) = %v, want %v", podPath, known, want)
+	}
+}
+
+// StatsFiles.WalkProcs on the host's real hierarchy finds what Procs
+// finds, through the directories it keeps open, and after the pod's
+// cgroup is removed and made again at the same path, the processes of
+// the new one.
+func TestProcsRealThroughFiles(t *testing.T) {
+	ctx, m, g := realPod(t, "procs-files")
+	podPath := m.PodCgroupParent(g)
+	files := m.NewStatsFiles()
+	defer files.Close()
+	start := func(sub string) int {
+		t.Helper()
+		dir := filepath.Join(DefaultMountRoot, "pids", podPath, sub)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sh", "-c", "echo $$ > "+filepath.Join(dir, "cgroup.procs")+" && exec sleep 60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+		pid := cmd.Process.Pid
+		polltest.Until(t, 10*time.Second, "the shell to join its cgroup", func() (bool, string) {
+			b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			return slices.Contains(procsOfBytes(b), pid), fmt.Sprintf("%q %v", b, err)
+		})
+		return pid
+	}
+	walk := func(known []string) []int {
+		var pids []int
+		files.WalkProcs(podPath, known, func(pid int) bool { pids = append(pids, pid); return true })
+		slices.Sort(pids)
+		return pids
+	}
+	want := []int{start("ctr")}
+	for range 2 {
+		if got := walk([]string{podPath + "/ctr"}); !slices.Equal(got, want) {
+			t.Errorf("StatsFiles.WalkProcs(%s, its child) = %v, want %v", podPath, got, want)
+		}
+	}
+	want = append(want, start("ctr/nested"))
+	slices.Sort(want)
+	if got := walk([]string{podPath + "/ctr"}); !slices.Equal(got, want) {
+		t.Errorf("with a nested cgroup, StatsFiles.WalkProcs(%s, its child) = %v, want %v", podPath, got, want)
+	}
+	// Emptied and removed, then made again with one process of its own.
+	for _, pid := range want {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	polltest.Until(t, 10*time.Second, "the pod's processes to die", func() (bool, string) {
+		got := m.Procs(podPath)
+		return len(got) == 0, fmt.Sprint(got)
+	})
+	for _, sub := range []string{"ctr/nested", "ctr"} {
+		if err := os.Remove(filepath.Join(DefaultMountRoot, "pids", podPath, sub)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.RemovePod(ctx, g.UID); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.EnsurePod(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	pid := start("")
+	if got := walk(nil); !slices.Equal(got, []int{pid}) {
+		t.Errorf("StatsFiles.WalkProcs of the cgroup made again = %v, want [%d]", got, pid)
+	}
+	// Removed for good: nothing.
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	polltest.Until(t, 10*time.Second, "the pod's process to die", func() (bool, string) {
+		got := m.Procs(podPath)
+		return len(got) == 0, fmt.Sprint(got)
+	})
+	if err := m.RemovePod(ctx, g.UID); err != nil {
+		t.Fatal(err)
+	}
+	if got := walk(nil); len(got) != 0 {
+		t.Errorf("StatsFiles.WalkProcs of the removed cgroup = %v, want none", got)
+	}
+	// The walk closed the pod's directory; ctr's, not walked since, is
+	// closed by Retain.
+	files.Retain(func(c string) bool { return c == podPath })
+	if n := files.Dirs(); n != 0 {
+		t.Errorf("StatsFiles holds %d directories after the cgroup's removal, want 0", n)
 	}
 }
 

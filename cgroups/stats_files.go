@@ -85,11 +85,11 @@ func (f *StatsFiles) Retain(keep func(cgroup string) bool) {
 // Close closes every file; the StatsFiles may be used again.
 func (f *StatsFiles) Close() { f.Retain(func(string) bool { return false }) }
 
-// Len is how many files are open.
+// Len is how many statistics files are open; Dirs how many directories.
 func (f *StatsFiles) Len() int {
 	n := 0
 	for _, open := range f.open {
-		for _, fd := range open {
+		for _, fd := range open.stat {
 			if fd != 0 {
 				n++
 			}
@@ -98,11 +98,67 @@ func (f *StatsFiles) Len() int {
 	return n
 }
 
-func closeAll(open *cgroupFiles) {
-	for i, fd := range open {
-		if fd != 0 {
-			_ = unix.Close(int(fd) - 1)
-			open[i] = 0
+// Dirs is how many directories WalkProcs keeps open.
+func (f *StatsFiles) Dirs() int {
+	n := 0
+	for _, open := range f.open {
+		if open.procsDir != 0 {
+			n++
 		}
 	}
+	return n
+}
+
+func closeAll(open *cgroupFiles) {
+	for i, fd := range open.stat {
+		if fd != 0 {
+			_ = unix.Close(int(fd) - 1)
+			open.stat[i] = 0
+		}
+	}
+	if open.procsDir != 0 {
+		_ = unix.Close(int(open.procsDir) - 1)
+		open.procsDir = 0
+	}
+}
+
+// WalkProcs is Manager.WalkProcs through the directories of p and of
+// known, which it keeps open (O_PATH descriptors, which hold no kernel
+// buffer): their cgroup.procs files are then opened by name relative to
+// them, which spares the kernel a walk of the whole path (some ten
+// components, each checked) for each, and their link counts are read by
+// fstat. A cgroup.procs file is still opened afresh at each read: on v1
+// a descriptor kept open would serve again the PID list the kernel made
+// at its first read, for as long as anyone reads it within a second. A
+// directory whose cgroup is gone is closed and opened again by its path,
+// in case the cgroup was made again since.
+func (f *StatsFiles) WalkProcs(p string, known []string, each func(pid int) bool) {
+	f.m.walkProcs(heldDirs{f}, p, known, each)
+}
+
+// heldDirs locates cgroups through the directories a StatsFiles holds.
+type heldDirs struct{ f *StatsFiles }
+
+func (d heldDirs) at(cgroup string) (int, string) {
+	if open := d.f.open[cgroup]; open != nil && open.procsDir != 0 {
+		return int(open.procsDir) - 1, ""
+	}
+	path := d.f.m.procsDir(cgroup)
+	fd, err := openatRetry(unix.AT_FDCWD, path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
+	if err != nil {
+		return unix.AT_FDCWD, path // which fails as the directory does
+	}
+	d.f.files(cgroup).procsDir = int32(fd) + 1
+	return fd, ""
+}
+
+func (d heldDirs) again(cgroup string) (int, string, bool) {
+	open := d.f.open[cgroup]
+	if open == nil || open.procsDir == 0 {
+		return 0, "", false // at did not open one: the path itself failed
+	}
+	_ = unix.Close(int(open.procsDir) - 1)
+	open.procsDir = 0
+	fd, name := d.at(cgroup)
+	return fd, name, true
 }

@@ -70,6 +70,18 @@ func TestStatsFiles(t *testing.T) {
 	if f.Len() != 3 {
 		t.Errorf("%d files open after Retain(/b), want the 3 of /b", f.Len())
 	}
+	// A cgroup with no disk in its bytes file: the operations file is
+	// not read (the kernel lists the same disks in both).
+	writeFiles(t, mountRoot, map[string]string{
+		"blkio/b/blkio.throttle.io_service_bytes_recursive": "Total 0\n",
+		"blkio/b/blkio.throttle.io_serviced_recursive":      "254:0 Read 1\nTotal 1\n",
+	})
+	if got, err := f.ReadStats("/b", AllFigures); err != nil || got.IO != nil {
+		t.Errorf("with no disk listed: %+v, %v; want no I/O", got, err)
+	}
+	if f.Len() != 10 {
+		t.Errorf("%d files open after every figure of /b with no disk, want 10", f.Len())
+	}
 }
 
 // On cgroup v2 too, StatsFiles reads what ReadStats reads.

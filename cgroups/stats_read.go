@@ -90,9 +90,14 @@ var statFiles = [numStatFiles]struct{ hierarchy, name string }{
 	v2CPUMax:        {"", "cpu.max"},
 }
 
-// cgroupFiles are the open statistics files of one cgroup: each file's
-// descriptor plus one, 0 for a file not open.
-type cgroupFiles [numStatFiles]int32
+// cgroupFiles are the open files of one cgroup: each statistics file's
+// descriptor plus one (0 for a file not open), and so the descriptor of
+// its directory on the hierarchy that has its cgroup.procs (an O_PATH
+// descriptor, which walks open files relative to).
+type cgroupFiles struct {
+	stat     [numStatFiles]int32
+	procsDir int32
+}
 
 // reader reads files into a pooled buffer: a cgroup's statistics files
 // (stat), through its open files if it has them, and other files (readAt).
@@ -123,12 +128,12 @@ func (r reader) stat(f statFile) ([]byte, error) {
 	if r.open == nil {
 		return r.readAt(unix.AT_FDCWD, r.path(f), true)
 	}
-	if fd := int(r.open[f]) - 1; fd >= 0 {
+	if fd := int(r.open.stat[f]) - 1; fd >= 0 {
 		if b, err := r.pread(fd); err == nil {
 			return b, nil
 		}
 		_ = unix.Close(fd)
-		r.open[f] = 0
+		r.open.stat[f] = 0
 	}
 	path := r.path(f)
 	fd, err := openatRetry(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_CLOEXEC)
@@ -140,7 +145,7 @@ func (r reader) stat(f statFile) ([]byte, error) {
 		_ = unix.Close(fd)
 		return nil, &readError{path: path, err: err}
 	}
-	r.open[f] = int32(fd) + 1
+	r.open.stat[f] = int32(fd) + 1
 	return b, nil
 }
 
@@ -304,9 +309,13 @@ func parseValue(b []byte) (uint64, bool) {
 // userHZ is the unit of cpuacct.stat: clock ticks of 1/100 s on Linux.
 const userHZ = 100
 
-// file is dir/name; dir is clean, as filepath.Join leaves it.
+// file is dir/name; dir is clean, as filepath.Join leaves it, or "" for
+// name alone (relative to a directory descriptor).
 func file(dir, name string) string {
-	if dir == "/" {
+	switch dir {
+	case "":
+		return name
+	case "/":
 		return dir + name
 	}
 	return dir + "/" + name
@@ -469,20 +478,24 @@ func readIOStatV2(r reader) ([]IOStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	byDev := map[[2]uint64]*IOStats{}
+	var out []IOStats
 	for len(b) > 0 {
 		var line []byte
 		line, b, _ = bytes.Cut(b, []byte{'\n'})
-		fields := bytes.Fields(line)
-		if len(fields) == 0 {
+		var fields [16][]byte
+		n := fieldsOf(line, fields[:])
+		if n == 0 {
 			continue
+		}
+		if n > len(fields) {
+			n = len(fields) // more keys than io.stat has: the first ones
 		}
 		major, minor, ok := parseDevice(fields[0])
 		if !ok {
 			continue
 		}
-		s := &IOStats{Major: major, Minor: minor}
-		for _, f := range fields[1:] {
+		s := IOStats{Major: major, Minor: minor}
+		for _, f := range fields[1:n] {
 			k, v, ok := bytes.Cut(f, []byte{'='})
 			if !ok {
 				continue
@@ -502,9 +515,11 @@ func readIOStatV2(r reader) ([]IOStats, error) {
 				s.WriteOps = n
 			}
 		}
-		byDev[[2]uint64{major, minor}] = s
+		var d *IOStats
+		out, d = ioStatsOf(out, major, minor)
+		*d = s // a disk listed again: its last line, as before
 	}
-	return sortedIO(byDev), nil
+	return out, nil
 }
 
 // parseDevice parses "MAJ:MIN".

@@ -58,12 +58,12 @@ func libraryStats(t *testing.T, m *Manager, path string) *Stats {
 		Cache: mem.GetFile(), PageFaults: mem.GetPgfault(), MajorPageFaults: mem.GetPgmajfault(), Limit: limitOrZero(mem.GetUsageLimit()),
 		OOMKills: met.GetMemoryEvents().GetOomKill()}
 	s.Pids = PidsStats{Current: met.GetPids().GetCurrent(), Limit: limitOrZero(met.GetPids().GetLimit())}
-	byDev := map[[2]uint64]*IOStats{}
 	for _, e := range met.GetIo().GetUsage() {
-		byDev[[2]uint64{e.GetMajor(), e.GetMinor()}] = &IOStats{Major: e.GetMajor(), Minor: e.GetMinor(),
+		var d *IOStats
+		s.IO, d = ioStatsOf(s.IO, e.GetMajor(), e.GetMinor())
+		*d = IOStats{Major: e.GetMajor(), Minor: e.GetMinor(),
 			ReadBytes: e.GetRbytes(), WriteBytes: e.GetWbytes(), ReadOps: e.GetRios(), WriteOps: e.GetWios()}
 	}
-	s.IO = sortedIO(byDev)
 	return &s
 }
 

@@ -64,7 +64,7 @@ func TestStatsV2(t *testing.T) {
 		p + "/memory.events":  "low 0\nhigh 0\nmax 3\noom 2\noom_kill 2\n",
 		p + "/pids.current":   "4\n",
 		p + "/pids.max":       "100\n",
-		p + "/io.stat":        "254:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n",
+		p + "/io.stat":        "254:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n8:16 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=0 dios=0 cost.vrate=100.00 cost.usage=5 cost.wait=0 cost.indebt=0 cost.indelay=0\n",
 	})
 	m, err := New(context.Background(), Config{Root: "/", Driver: DriverCgroupfs, MountRoot: mountRoot, SysRoot: t.TempDir(), Version: 2})
 	if err != nil {
@@ -78,7 +78,10 @@ func TestStatsV2(t *testing.T) {
 		CPU:    CPUStats{UsageNanos: 1000000, UserNanos: 600000, SystemNanos: 400000, Periods: 5, ThrottledPeriods: 1, ThrottledNanos: 7000},
 		Memory: MemoryStats{Usage: 200, WorkingSet: 180, RSS: 100, Cache: 50, PageFaults: 7, MajorPageFaults: 1, OOMKills: 2},
 		Pids:   PidsStats{Current: 4, Limit: 100},
-		IO:     []IOStats{{Major: 254, Minor: 0, ReadBytes: 4096, WriteBytes: 8192, ReadOps: 1, WriteOps: 2}},
+		IO: []IOStats{
+			{Major: 8, Minor: 16, ReadBytes: 1, WriteBytes: 2, ReadOps: 3, WriteOps: 4},
+			{Major: 254, Minor: 0, ReadBytes: 4096, WriteBytes: 8192, ReadOps: 1, WriteOps: 2},
+		},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Stats =\n%+v\nwant\n%+v", got, want)

@@ -3,6 +3,7 @@ package stats
 import (
 	"net/http"
 	"sort"
+	"sync"
 
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
@@ -24,10 +25,15 @@ func (p *Provider) CadvisorHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		c := &collector{p: p, snap: p.snapshot(ctx, needCadvisor), fs: p.cachedFs(ctx)}
-		rows := c.rows()
-		out, end := metricsResponse(w, r, &p.gzip)
+		rows := c.rows(p.rowBufs.get(func() []row { return nil }))
+		defer func() {
+			clear(rows) // holds nothing of the snapshot while kept
+			p.rowBufs.put(rows[:0])
+		}()
+		out, end := metricsResponse(w, r, p.gzip)
 		defer end()
-		t := newTextWriter(out)
+		t := newTextWriter(out, p.textBufs)
+		defer t.release(p.textBufs)
 		c.write(t, rows)
 		_ = t.flush() // a client gone
 	})
@@ -47,7 +53,7 @@ var baseLabels = [...]string{"container", "id", "image", "name", "namespace", "p
 // network of the pod when the row is a pod's.
 type row struct {
 	// pairs are the base labels' pairs, in baseLabels' order.
-	pairs   [len(baseLabels)]string
+	pairs   *[len(baseLabels)]string
 	path    string
 	stats   *cgroups.Stats
 	net     []netInterface
@@ -65,52 +71,121 @@ type row struct {
 	ioPairs, netPairs []string
 }
 
-func newRow(path string, values ...string) row {
-	r := row{path: path}
-	for i, v := range values {
-		r.pairs[i] = pair(baseLabels[i], v)
-	}
-	return r
+// labelCache keeps the label pairs of the rows and interfaces of the
+// last /metrics/cadvisor, which do not change between scrapes (a
+// cgroup's path names one container or pod), so that a scrape does not
+// make again the some 2,000 strings of 100 pods. Safe for concurrent use.
+type labelCache struct {
+	mu sync.Mutex
+	// rows holds each cgroup's row pairs, with the values they were made
+	// of, and ifs each interface's pair; gen counts the scrapes, and a
+	// row not used by the last one is dropped. Guarded by mu.
+	rows map[string]*rowLabels
+	ifs  map[string]string
+	gen  uint64
 }
 
-func (c *collector) rows() []row {
-	out := make([]row, 0, 2+3*len(c.snap.podList))
+type rowLabels struct {
+	values [len(baseLabels)]string
+	pairs  [len(baseLabels)]string
+	gen    uint64
+}
+
+func newLabelCache() *labelCache {
+	return &labelCache{rows: map[string]*rowLabels{}, ifs: map[string]string{}}
+}
+
+// rowPairs returns the pairs of baseLabels with values, made again if the
+// row at path had other values; they are not changed after. l.mu must be
+// held.
+func (l *labelCache) rowPairs(path string, values [len(baseLabels)]string) *[len(baseLabels)]string {
+	e := l.rows[path]
+	if e == nil || e.values != values {
+		e = &rowLabels{values: values}
+		for i, v := range values {
+			e.pairs[i] = pair(baseLabels[i], v)
+		}
+		l.rows[path] = e
+	}
+	e.gen = l.gen
+	return &e.pairs
+}
+
+// interfacePair is the interface label pair of name. l.mu must be held.
+func (l *labelCache) interfacePair(name string) string {
+	p, ok := l.ifs[name]
+	if !ok {
+		p = pair("interface", name)
+		l.ifs[name] = p
+	}
+	return p
+}
+
+// rows returns the rows of the snapshot, appended to buf.
+func (c *collector) rows(buf []row) []row {
+	l := c.p.labels
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gen++
+	out := buf[:0]
+	add := func(path string, values ...string) *row {
+		var v [len(baseLabels)]string
+		copy(v[:], values)
+		out = append(out, row{path: path, pairs: l.rowPairs(path, v)})
+		return &out[len(out)-1]
+	}
 	if s := c.snap.node; s != nil {
-		r := newRow(s.path, "", s.path, "", "", "", "")
+		r := add(s.path, "", s.path, "", "", "", "")
 		r.stats, r.spec, r.start, r.fs, r.device = s.stats, s.spec, unix(c.p.bootTime), c.fs.node, c.fs.nodeDevice
-		out = append(out, r)
 	}
 	if s := c.snap.pods; s != nil && s.path != c.snap.node.pathOr("") {
-		r := newRow(s.path, "", s.path, "", "", "", "")
+		r := add(s.path, "", s.path, "", "", "", "")
 		r.stats, r.spec, r.start = s.stats, s.spec, unix(c.p.bootTime)
-		out = append(out, r)
 	}
 	for _, ps := range c.snap.podList {
 		if ps.own != nil {
-			r := newRow(ps.own.path, "", ps.own.path, "", "", ps.pod.Namespace, ps.pod.Name)
+			r := add(ps.own.path, "", ps.own.path, "", "", ps.pod.Namespace, ps.pod.Name)
 			r.stats, r.spec, r.net, r.start = ps.own.stats, ps.own.spec, ps.net, unix(ps.pod.StartTime)
-			out = append(out, r)
 		}
 		for _, cs := range ps.containers {
-			r := newRow(cs.s.path, cs.c.Name, cs.s.path, cs.c.Image, cs.c.ID, ps.pod.Namespace, ps.pod.Name)
+			r := add(cs.s.path, cs.c.Name, cs.s.path, cs.c.Image, cs.c.ID, ps.pod.Namespace, ps.pod.Name)
 			r.stats, r.spec, r.start, r.isChild = cs.s.stats, cs.s.spec, unix(cs.c.StartTime), true
 			r.fs, r.device = c.fs.rootfs[cs.c.ID], c.fs.rootfsDevice[cs.c.ID]
-			out = append(out, r)
 		}
 	}
 	for i := range out {
 		r := &out[i]
 		if r.fs != nil {
-			r.devicePair = pair("device", r.device)
+			r.devicePair = c.p.devicePairOf(r.device)
 		}
-		for _, d := range r.stats.IO {
-			r.ioPairs = append(r.ioPairs, c.p.devicePair(d.Major, d.Minor))
+		if len(r.stats.IO) > 0 {
+			r.ioPairs = make([]string, len(r.stats.IO))
+			for j, d := range r.stats.IO {
+				r.ioPairs[j] = c.p.devicePair(d.Major, d.Minor)
+			}
 		}
-		for _, n := range r.net {
-			r.netPairs = append(r.netPairs, pair("interface", n.Name))
+		if len(r.net) > 0 {
+			r.netPairs = make([]string, len(r.net))
+			for j, n := range r.net {
+				r.netPairs[j] = l.interfacePair(n.Name)
+			}
 		}
 	}
+	l.prune()
 	return out
+}
+
+// prune drops the rows not used since gen was last counted, and the
+// interfaces' pairs once they are many. l.mu must be held.
+func (l *labelCache) prune() {
+	for path, e := range l.rows {
+		if e.gen != l.gen {
+			delete(l.rows, path)
+		}
+	}
+	if len(l.ifs) > 64 { // names of interfaces gone
+		clear(l.ifs)
+	}
 }
 
 func (s *sample) pathOr(def string) string {
@@ -372,5 +447,26 @@ func (c *collector) write(t *textWriter, rows []row) {
 
 // devicePair is the device label pair of a block device (deviceName).
 func (p *Provider) devicePair(major, minor uint64) string {
-	return pair("device", p.deviceName(major, minor))
+	p.devMu.Lock()
+	dp, ok := p.devicePairs[[2]uint64{major, minor}]
+	p.devMu.Unlock()
+	if !ok {
+		dp = pair("device", p.deviceName(major, minor))
+		p.devMu.Lock()
+		p.devicePairs[[2]uint64{major, minor}] = dp
+		p.devMu.Unlock()
+	}
+	return dp
+}
+
+// devicePairOf is the device label pair of a device named name.
+func (p *Provider) devicePairOf(name string) string {
+	p.devMu.Lock()
+	defer p.devMu.Unlock()
+	dp, ok := p.namedDevicePairs[name]
+	if !ok {
+		dp = pair("device", name)
+		p.namedDevicePairs[name] = dp
+	}
+	return dp
 }

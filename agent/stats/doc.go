@@ -10,9 +10,11 @@
 // manager), and a cgroup reader (cgroups.Manager, and cgroups.StatsFiles,
 // which keeps the statistics files open between reads) for cpu, memory,
 // pids and block I/O. A pod's network figures come from
-// /proc/<pid>/net/dev of one of its processes (its sandbox's when it can),
-// which sees the pod's network namespace; the same file of procfs gives
-// the node's. Data leaves as JSON (Summary) and the Prometheus text format
+// /proc/<pid>/net/dev of one of its processes (its sandbox's when it can,
+// whose file is kept open), which sees the pod's network namespace; the
+// same file of procfs gives the node's. Files kept open between reads are
+// closed with their pod, and all of them once nothing has read for a
+// minute (Run), so that a pod gone holds no kernel object for longer. Data leaves as JSON (Summary) and the Prometheus text format
 // 0.0.4, written directly (promtext.go).
 //
 // What is read, and how often: each request reads only what it serves (a

@@ -184,23 +184,48 @@ func (p *Provider) refreshFs(ctx context.Context) *fsSnapshot {
 	return f
 }
 
-// Run reads the filesystem figures afresh whenever cachedFs asks, until
-// ctx is done; then it closes Config.Files' files. Without it, figures
-// older than FsMaxAge are served until they are fsStaleFactor * FsMaxAge
-// old, and then read by the request.
+// keepIdle: once the Provider has read no snapshot for keepIdle
+// FsMaxAges (a minute by default), Run closes every file it keeps open
+// (Config.Files' and the sandboxes' net/dev), which the next read opens
+// again; so a pod gone meanwhile holds nothing (a net/dev file holds its
+// network namespace) for longer than that when nothing reads.
+const keepIdle = 6
+
+// Run reads the filesystem figures afresh whenever cachedFs asks, and
+// closes the files kept open when the Provider is idle (keepIdle), until
+// ctx is done; then it closes every file kept open.
+// Without it, figures older than FsMaxAge are served until they are
+// fsStaleFactor * FsMaxAge old, and then read by the request.
 func (p *Provider) Run(ctx context.Context) {
+	idle := p.cfg.Clock.NewTicker(keepIdle * p.cfg.FsMaxAge)
+	defer idle.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			if p.cfg.Files != nil {
-				p.mu.Lock()
-				p.cfg.Files.Close()
-				p.mu.Unlock()
-			}
+			p.mu.Lock()
+			p.closeKept()
+			p.mu.Unlock()
 			return
 		case <-p.fsWanted:
 			p.refreshFs(ctx)
+		case <-idle.C():
+			p.mu.Lock()
+			if p.last == nil || p.cfg.Clock.Since(p.last.at) >= keepIdle*p.cfg.FsMaxAge {
+				p.closeKept()
+			}
+			p.mu.Unlock()
 		}
+	}
+}
+
+// closeKept closes every file kept open between snapshots. p.mu must be
+// held.
+func (p *Provider) closeKept() {
+	if p.cfg.Files != nil {
+		p.cfg.Files.Close()
+	}
+	for path := range p.sandboxes {
+		p.forgetSandbox(path)
 	}
 }
 

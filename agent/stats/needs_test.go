@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/minikubelet/minikubelet/cgroups"
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 // Each endpoint reads only what it serves: /metrics/resource and
@@ -167,6 +169,17 @@ func (f *fakeFiles) CPUSpec(path string) (cgroups.CPUSpec, error) {
 	return s, err
 }
 
+// WalkProcs keeps the directories of the cgroups walked open, those that
+// exist.
+func (f *fakeFiles) WalkProcs(path string, known []string, each func(pid int) bool) {
+	for _, c := range append([]string{path}, known...) {
+		if _, ok := f.stats[c]; ok {
+			f.open[c] = true
+		}
+	}
+	f.fakeCgroups.WalkProcs(path, known, each)
+}
+
 func (f *fakeFiles) Retain(keep func(string) bool) {
 	for p := range f.open {
 		if !keep(p) {
@@ -184,9 +197,15 @@ func TestSnapshotThroughFiles(t *testing.T) {
 	p, cg, clk := testProvider(t)
 	files := &fakeFiles{fakeCgroups: cg, open: map[string]bool{}}
 	p.cfg.Files = files
+	pods := p.cfg.Pods.(fakePods)
+	pods[0].SandboxCgroup = "/kubepods/podu/sandbox"
+	cg.procs["/kubepods/podu/sandbox"] = []int{4242}
 	p.Summary(context.Background(), false)
-	if len(files.open) != 4 {
-		t.Errorf("files of %v open, want the 4 cgroups read", files.open)
+	clk.SetTime(clk.Now().Add(time.Second))
+	p.Summary(context.Background(), false)
+	// The sandbox's cgroup is walked, not read: its directory is kept.
+	if len(files.open) != 5 || !files.open["/kubepods/podu/sandbox"] {
+		t.Errorf("files of %v open, want the 4 cgroups read and the sandbox's walked", files.open)
 	}
 	// The pod goes: its cgroups' files are closed at the next snapshot.
 	p.cfg.Pods = fakePods{}
@@ -206,27 +225,105 @@ func TestSnapshotThroughFiles(t *testing.T) {
 // /metrics/cadvisor reads a pod's network through its sandbox's process,
 // without a walk of the pod's cgroups; without a sandbox cgroup, or when
 // its process has no /proc entry, through the first process of the walk.
+// The net/dev file of the sandbox's process is kept: the next reads walk
+// nothing until it cannot be read; the Summary reads through it too.
 func TestNetworkThroughSandbox(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		sandbox []int
 		walked  []string
+		kept    bool
 	}{
-		{"sandbox", []int{4242}, []string{"/kubepods/podu/sandbox"}},
-		{"sandbox gone", []int{999999}, []string{"/kubepods/podu/sandbox", "/kubepods/podu"}},
+		{"sandbox", []int{4242}, []string{"/kubepods/podu/sandbox"}, true},
+		{"sandbox gone", []int{999999}, []string{"/kubepods/podu/sandbox", "/kubepods/podu"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, cg, _ := testProvider(t)
+			p, cg, clk := testProvider(t)
 			pods := p.cfg.Pods.(fakePods)
 			pods[0].SandboxCgroup = "/kubepods/podu/sandbox"
 			cg.procs["/kubepods/podu/sandbox"] = tc.sandbox
+			const podNet = `container_network_receive_bytes_total{container="",id="/kubepods/podu",image="",interface="eth0",name="",namespace="ns",pod="p"} 5000`
 			body := scrape(t, p)
-			if !strings.Contains(body, `container_network_receive_bytes_total{container="",id="/kubepods/podu",image="",interface="eth0",name="",namespace="ns",pod="p"} 5000`) {
+			if !strings.Contains(body, podNet) {
 				t.Errorf("no network for the pod:\n%s", body)
 			}
 			if strings.Join(cg.walked, ",") != strings.Join(tc.walked, ",") {
 				t.Errorf("walked %v, want %v", cg.walked, tc.walked)
 			}
+			if got := len(p.sandboxes); got != map[bool]int{true: 1, false: 0}[tc.kept] {
+				t.Errorf("%d sandbox files kept", got)
+			}
+			if !tc.kept {
+				return
+			}
+			cg.walked = nil
+			clk.SetTime(clk.Now().Add(time.Second))
+			if body := scrape(t, p); !strings.Contains(body, podNet) || len(cg.walked) != 0 {
+				t.Errorf("through the kept process: walked %v, network shown %v", cg.walked, strings.Contains(body, podNet))
+			}
+			// The Summary counts the pod's processes but reads its
+			// network through the sandbox's process.
+			clk.SetTime(clk.Now().Add(time.Second))
+			s := p.Summary(context.Background(), false)
+			if net := s.Pods[0].Network; net == nil || *net.RxBytes != 5000 || strings.Join(cg.walked, ",") != "/kubepods/podu" {
+				t.Errorf("Summary: network %+v, walked %v; want eth0's 5000 bytes and a walk of the pod's cgroup", net, cg.walked)
+			}
+			// The kept file cannot be read (here: a directory in its
+			// place): it is closed and the sandbox walked again.
+			dir, err := syscall.Open(p.cfg.ProcRoot, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = syscall.Close(p.sandboxes["/kubepods/podu/sandbox"].fd)
+			p.sandboxes["/kubepods/podu/sandbox"].fd = dir
+			cg.walked = nil
+			clk.SetTime(clk.Now().Add(time.Second))
+			if body := scrape(t, p); !strings.Contains(body, podNet) || strings.Join(cg.walked, ",") != "/kubepods/podu/sandbox" || len(p.sandboxes) != 1 {
+				t.Errorf("with the kept file unreadable: walked %v, network shown %v, %d kept", cg.walked, strings.Contains(body, podNet), len(p.sandboxes))
+			}
+			// A pod that goes takes its kept file along.
+			p.cfg.Pods = fakePods{}
+			clk.SetTime(clk.Now().Add(time.Second))
+			scrape(t, p)
+			if len(p.sandboxes) != 0 {
+				t.Errorf("%d sandbox files kept after the pod went", len(p.sandboxes))
+			}
 		})
 	}
+}
+
+// Run closes every file kept open once the Provider has read nothing for
+// keepIdle FsMaxAges, and not while it reads.
+func TestRunClosesWhenIdle(t *testing.T) {
+	p, cg, clk := testProvider(t)
+	files := &fakeFiles{fakeCgroups: cg, open: map[string]bool{}}
+	p.cfg.Files = files
+	pods := p.cfg.Pods.(fakePods)
+	pods[0].SandboxCgroup = "/kubepods/podu/sandbox"
+	cg.procs["/kubepods/podu/sandbox"] = []int{4242}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	polltest.Until(t, 10*time.Second, "Run's ticker", func() (bool, string) { return clk.HasWaiters(), "" })
+	kept := func() (cgroupFiles, sandboxFiles int) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(files.open), len(p.sandboxes)
+	}
+	scrape(t, p)
+	// Read a moment before the tick: kept.
+	clk.Step(keepIdle*p.cfg.FsMaxAge - time.Second)
+	scrape(t, p)
+	clk.Step(time.Second)
+	polltest.Holds(t, 200*time.Millisecond, "the files kept after a read a second ago", func() (bool, string) {
+		f, s := kept()
+		return f > 0 && s == 1, fmt.Sprintf("%d cgroups' files, %d sandbox files", f, s)
+	})
+	// Nothing read for a whole period: closed.
+	clk.Step(keepIdle * p.cfg.FsMaxAge)
+	polltest.Until(t, 10*time.Second, "the kept files closed", func() (bool, string) {
+		f, s := kept()
+		return f == 0 && s == 0, fmt.Sprintf("%d cgroups' files, %d sandbox files", f, s)
+	})
 }

@@ -32,6 +32,17 @@ func (f namingCgroups) FindPodCgroupOf(pod *v1.Pod) (string, bool) {
 
 func (f namingCgroups) ContainerCgroup(parent, id string) string { return parent + "/" + id }
 
+// countingCgroups counts the lookups of pods' cgroups.
+type countingCgroups struct {
+	namingCgroups
+	finds int
+}
+
+func (f *countingCgroups) FindPodCgroupOf(pod *v1.Pod) (string, bool) {
+	f.finds++
+	return f.namingCgroups.FindPodCgroupOf(pod)
+}
+
 func TestPodLister(t *testing.T) {
 	pod := func(name string) *v1.Pod {
 		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)}}
@@ -46,22 +57,27 @@ func TestPodLister(t *testing.T) {
 	}
 	exited := running("c-exited", "sb2")
 	exited.State = runtimeapi.ContainerState_CONTAINER_EXITED
-	l := PodLister{
-		Pods: listedPods{web, stopped, unseen, flat},
-		Runtime: cachedPods{
-			// Newest sandbox first: the ready one is the pod's; a container
-			// of the old sandbox, and one that exited, are not reported.
-			web.UID: {
-				Sandboxes:  []*runtimeapi.PodSandboxStatus{sandbox("sb2", runtimeapi.PodSandboxState_SANDBOX_READY), sandbox("sb1", runtimeapi.PodSandboxState_SANDBOX_NOTREADY)},
-				Containers: []*kubecontainer.ContainerStatus{running("c2", "sb2"), running("c1", "sb1"), exited},
-			},
-			stopped.UID: {Sandboxes: []*runtimeapi.PodSandboxStatus{sandbox("sb3", runtimeapi.PodSandboxState_SANDBOX_NOTREADY)}},
-			flat.UID: {
-				Sandboxes:  []*runtimeapi.PodSandboxStatus{sandbox("sb4", runtimeapi.PodSandboxState_SANDBOX_READY)},
-				Containers: []*kubecontainer.ContainerStatus{running("c4", "sb4")},
-			},
+	cg := &countingCgroups{namingCgroups: namingCgroups{web.UID: "/kubepods/burstable/podweb"}}
+	runtime := cachedPods{}
+	l := NewPodLister(PodListerDeps{
+		Pods:    listedPods{web, stopped, unseen, flat},
+		Runtime: runtime,
+		Cgroups: cg,
+	})
+	for uid, st := range map[types.UID]*kubecontainer.PodStatus{
+		// Newest sandbox first: the ready one is the pod's; a container
+		// of the old sandbox, and one that exited, are not reported.
+		web.UID: {
+			Sandboxes:  []*runtimeapi.PodSandboxStatus{sandbox("sb2", runtimeapi.PodSandboxState_SANDBOX_READY), sandbox("sb1", runtimeapi.PodSandboxState_SANDBOX_NOTREADY)},
+			Containers: []*kubecontainer.ContainerStatus{running("c2", "sb2"), running("c1", "sb1"), exited},
 		},
-		Cgroups: namingCgroups{web.UID: "/kubepods/burstable/podweb"},
+		stopped.UID: {Sandboxes: []*runtimeapi.PodSandboxStatus{sandbox("sb3", runtimeapi.PodSandboxState_SANDBOX_NOTREADY)}},
+		flat.UID: {
+			Sandboxes:  []*runtimeapi.PodSandboxStatus{sandbox("sb4", runtimeapi.PodSandboxState_SANDBOX_READY)},
+			Containers: []*kubecontainer.ContainerStatus{running("c4", "sb4")},
+		},
+	} {
+		runtime[uid] = st
 	}
 	got := l.StatsPods()
 	if len(got) != 2 {
@@ -79,5 +95,31 @@ func TestPodLister(t *testing.T) {
 	// parent its spec gives.
 	if f.UID != flat.UID || f.Cgroup != "" || len(f.Containers) != 1 || f.Containers[0].Cgroup != "/kubepods/besteffort/c4" {
 		t.Errorf("flat = %+v, want no pod cgroup and c4 below the QoS parent", f)
+	}
+	// The web pod's cgroup was found once for its sandbox (flat's, not
+	// found, is looked up at each call); a new sandbox looks again.
+	if cg.finds != 2 {
+		t.Errorf("%d lookups of pods' cgroups, want 2", cg.finds)
+	}
+	if again := l.StatsPods(); len(again) != 2 || again[0].Cgroup != w.Cgroup || cg.finds != 3 {
+		t.Errorf("second StatsPods = %+v after %d lookups, want the same after 3", again, cg.finds)
+	}
+	// The same containers: the same list; one more: a new one.
+	if again := l.StatsPods(); &again[0].Containers[0] != &w.Containers[0] {
+		t.Errorf("web's containers made again while the same ran")
+	}
+	runtime[web.UID].Containers = append(runtime[web.UID].Containers, running("c3", "sb2"))
+	if again := l.StatsPods(); len(again[0].Containers) != 2 || again[0].Containers[1].Cgroup != "/kubepods/burstable/podweb/c3" || again[0].SandboxCgroup != w.SandboxCgroup {
+		t.Errorf("with a second container, web = %+v", again[0])
+	}
+	runtime[web.UID].Sandboxes = append([]*runtimeapi.PodSandboxStatus{sandbox("sb5", runtimeapi.PodSandboxState_SANDBOX_READY)}, runtime[web.UID].Sandboxes...)
+	if again := l.StatsPods(); again[0].SandboxCgroup != "/kubepods/burstable/podweb/sb5" || len(again[0].Containers) != 0 || cg.finds != 7 {
+		t.Errorf("with a new sandbox: %+v after %d lookups, want its cgroup looked up again (7)", again[0], cg.finds)
+	}
+	// A pod no longer listed is forgotten.
+	l.deps.Pods = listedPods{flat}
+	l.StatsPods()
+	if len(l.found) != 0 {
+		t.Errorf("cgroups found of %v kept, want none", l.found)
 	}
 }

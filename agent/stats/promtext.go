@@ -1,13 +1,14 @@
 package stats
 
 import (
-	"compress/gzip"
+	"bufio"
 	"io"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // The metrics endpoints write the Prometheus text exposition format,
@@ -51,8 +52,18 @@ type textWriter struct {
 // textFlushAt is the buffered size at which a textWriter writes out.
 const textFlushAt = 32 << 10
 
-func newTextWriter(w io.Writer) *textWriter {
-	return &textWriter{w: w, buf: make([]byte, 0, textFlushAt+4096)}
+// newTextWriter returns a textWriter writing to w through a buffer of
+// bufs; release gives it back.
+func newTextWriter(w io.Writer, bufs *kept[[]byte]) *textWriter {
+	return &textWriter{w: w, buf: bufs.get(newTextBuffer)[:0]}
+}
+
+func newTextBuffer() []byte { return make([]byte, 0, textFlushAt+4096) }
+
+// release gives t's buffer back to bufs; t is not used after.
+func (t *textWriter) release(bufs *kept[[]byte]) {
+	bufs.put(t.buf[:0])
+	t.buf = nil
 }
 
 // family starts the family name; families must come sorted by name and
@@ -171,10 +182,50 @@ func appendEscaped(b []byte, s string, quote bool) []byte {
 	return b
 }
 
+// gzipWriters keeps the gzip writers of compressed metrics responses
+// (making one costs some 0.5 MB of state, 1.2 MB with compress/gzip's,
+// and 0.1 ms), and the buffers their output goes through: the compressor
+// writes a few hundred bytes at a time, which net/http's 4 KB buffer
+// would send in some 40 writes to the socket for /metrics/cadvisor.
+type gzipWriters struct {
+	zw *kept[*gzip.Writer]
+	bw *kept[*bufio.Writer]
+}
+
+// gzipBufferSize is the size of the buffer of compressed output.
+const gzipBufferSize = 32 << 10
+
+func newGzipWriters(keep int) *gzipWriters {
+	return &gzipWriters{zw: newKept[*gzip.Writer](keep), bw: newKept[*bufio.Writer](keep)}
+}
+
+// get returns a writer compressing to w and a function that ends its
+// output and keeps it.
+func (g *gzipWriters) get(w io.Writer) (*gzip.Writer, func()) {
+	bw := g.bw.get(func() *bufio.Writer { return bufio.NewWriterSize(w, gzipBufferSize) })
+	bw.Reset(w)
+	zw := g.zw.get(func() *gzip.Writer {
+		zw, _ := gzip.NewWriterLevel(bw, gzip.BestSpeed) // a valid level
+		return zw
+	})
+	zw.Reset(bw)
+	return zw, func() {
+		_ = zw.Close() // a client gone
+		_ = bw.Flush()
+		// Drop the references to the response.
+		zw.Reset(io.Discard)
+		bw.Reset(io.Discard)
+		g.zw.put(zw)
+		g.bw.put(bw)
+	}
+}
+
 // metricsResponse starts a text-format response on w, gzip-compressed
-// when the request accepts it (as promhttp does), and returns the writer
-// to write the body to and a function that ends it.
-func metricsResponse(w http.ResponseWriter, r *http.Request, gz *sync.Pool) (io.Writer, func()) {
+// when the request accepts it (as promhttp does, at its fastest level:
+// github.com/klauspost/compress's, twice as fast as compress/gzip's, for
+// a body a few percent smaller), and returns the writer to write the body
+// to and a function that ends it.
+func metricsResponse(w http.ResponseWriter, r *http.Request, gz *gzipWriters) (io.Writer, func()) {
 	h := w.Header()
 	h.Set("Content-Type", textContentType)
 	h.Add("Vary", "Accept-Encoding")
@@ -182,16 +233,7 @@ func metricsResponse(w http.ResponseWriter, r *http.Request, gz *sync.Pool) (io.
 		return w, func() {}
 	}
 	h.Set("Content-Encoding", "gzip")
-	zw, _ := gz.Get().(*gzip.Writer)
-	if zw == nil {
-		zw, _ = gzip.NewWriterLevel(w, gzip.BestSpeed)
-	} else {
-		zw.Reset(w)
-	}
-	return zw, func() {
-		_ = zw.Close()
-		gz.Put(zw)
-	}
+	return gz.get(w)
 }
 
 // acceptsGzip reports whether an Accept-Encoding header accepts gzip

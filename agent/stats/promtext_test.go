@@ -81,7 +81,7 @@ func richProvider(t *testing.T) *Provider {
 		NodeName:      "node-a",
 		Pods:          pods,
 		Cgroups:       cg,
-		Clock:         clocktesting.NewFakePassiveClock(time.Unix(1700001000, 123_000_000)),
+		Clock:         clocktesting.NewFakeClock(time.Unix(1700001000, 123_000_000)),
 		PodsCgroup:    "/kubepods",
 		ProcRoot:      writeProc(t),
 		MachineCores:  2,
@@ -238,7 +238,7 @@ func TestMetricsMatchClientGolang(t *testing.T) {
 // Label values and help texts are escaped as the format says.
 func TestTextEscaping(t *testing.T) {
 	var b bytes.Buffer
-	w := newTextWriter(&b)
+	w := newTextWriter(&b, newKept[[]byte](1))
 	w.family("m", "help with \\ and\nnewline and \"quotes\"", gauge)
 	w.sample(1.5, -1, pair("a", "back\\slash \"quoted\"\nline"))
 	w.sample(2e21, 1700000000123, pair("a", ""))
@@ -262,5 +262,51 @@ n 0
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	if _, err := parser.TextToMetricFamilies(strings.NewReader(b.String())); err != nil {
 		t.Errorf("the output does not parse: %v", err)
+	}
+}
+
+// The gzip writers are kept between responses, up to their count, and a
+// writer used again compresses the next body whole: three responses at
+// once, then three in turn.
+func TestGzipWritersKept(t *testing.T) {
+	gz := newGzipWriters(2)
+	bodies := []string{"first\n", strings.Repeat("second 12345\n", 5000), "third\n"}
+	for round := range 2 {
+		var recs []*httptest.ResponseRecorder
+		var ends []func()
+		for i, body := range bodies {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			req.Header.Set("Accept-Encoding", "gzip")
+			out, end := metricsResponse(rec, req, gz)
+			if _, err := io.WriteString(out, body); err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, rec)
+			if round == 0 {
+				ends = append(ends, end) // all open at once
+			} else {
+				end()
+			}
+			if round == 1 && len(gz.zw.free) != 2 {
+				t.Errorf("response %d in turn: %d writers kept, want 2", i, len(gz.zw.free))
+			}
+		}
+		for _, end := range ends {
+			end()
+		}
+		if round == 0 && len(gz.zw.free) != 2 {
+			t.Errorf("after three responses at once: %d writers kept, want 2", len(gz.zw.free))
+		}
+		for i, rec := range recs {
+			zr, err := gzip.NewReader(rec.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(zr)
+			if err != nil || string(got) != bodies[i] {
+				t.Errorf("round %d, response %d: read %d bytes (%v), want %d", round, i, len(got), err, len(bodies[i]))
+			}
+		}
 	}
 }

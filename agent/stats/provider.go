@@ -67,11 +67,13 @@ type cgroupReader interface {
 
 var _ cgroupReader = (*cgroups.Manager)(nil)
 
-// openFiles reads cgroups' statistics through files it keeps open between
-// reads; *cgroups.StatsFiles is one. Not safe for concurrent use.
+// openFiles reads cgroups' statistics, and walks them, through files it
+// keeps open between reads; *cgroups.StatsFiles is one. Not safe for
+// concurrent use.
 type openFiles interface {
 	ReadStats(path string, fig cgroups.Figures) (*cgroups.Stats, error)
 	CPUSpec(path string) (cgroups.CPUSpec, error)
+	WalkProcs(path string, known []string, each func(pid int) bool)
 	// Retain closes the files of the cgroups for which keep is false.
 	Retain(keep func(cgroup string) bool)
 	// Close closes every file.
@@ -85,13 +87,16 @@ type Config struct {
 	NodeName string
 	Pods     podSource
 	Cgroups  cgroupReader
-	// Files, if set, reads the cgroups' statistics instead of Cgroups,
-	// keeping their files open between snapshots (a fifth of the cost of
-	// a read, for some 4 KiB of kernel memory a file: see
-	// cgroups.StatsFiles); the Provider closes those of cgroups it no
-	// longer reports after each snapshot, and all of them when Run ends.
+	// Files, if set, reads the cgroups' statistics and walks their
+	// processes instead of Cgroups, keeping their files open between
+	// snapshots (a fifth of the cost of a read, for some 4 KiB of kernel
+	// memory a file; half the cost of a walk, for a descriptor of each
+	// directory walked: see cgroups.StatsFiles); the Provider closes
+	// those of cgroups it no longer reports after each snapshot, and all
+	// of them when Run ends or finds it idle (keepIdle).
 	Files openFiles
-	Clock clock.PassiveClock
+	// Clock tells the time of reads, and paces Run's checks for idleness.
+	Clock clock.WithTicker
 	// NodeCgroup is the cgroup whose figures are the node's ("/");
 	// PodsCgroup the one holding every pod, reported as the system
 	// container "pods" ("" to leave it out).
@@ -137,8 +142,12 @@ type Provider struct {
 	bootTime time.Time
 	// cadvisor is the table of /metrics/cadvisor's families; read-only.
 	cadvisor []metric
-	// gzip pools the *gzip.Writers of compressed metrics responses.
-	gzip sync.Pool
+	// gzip keeps the writers of compressed metrics responses, textBufs
+	// and jsonBufs the buffers of metrics and Summary responses, rowBufs
+	// those of /metrics/cadvisor's rows.
+	gzip               *gzipWriters
+	textBufs, jsonBufs *kept[[]byte]
+	rowBufs            *kept[[]row]
 
 	mu sync.Mutex
 	// last is the newest snapshot; guarded by mu, which is held while a
@@ -149,6 +158,14 @@ type Provider struct {
 	cpuHist map[string]cpuHistory
 	// netBuf is the buffer net/dev files are read into; guarded by mu.
 	netBuf []byte
+	// seen and listed are the sets snapshot makes of the cgroups read and
+	// the sandboxes listed, kept to be used again; guarded by mu.
+	seen, listed map[string]bool
+	// sandboxes holds the net/dev file each pod's network is read
+	// through, by its sandbox's cgroup; guarded by mu. Entries of
+	// sandboxes not seen in a snapshot are dropped, and all of them when
+	// Run ends or finds the Provider idle.
+	sandboxes map[string]*sandboxNetDev
 	// limits holds each cgroup's limits as read at most FsMaxAge ago;
 	// guarded by mu. Entries of cgroups not seen in a snapshot are
 	// dropped.
@@ -157,10 +174,17 @@ type Provider struct {
 	// guarded by mu. Entries of cgroups not seen in a snapshot are
 	// dropped.
 	specs map[string]specEntry
-	// devices caches block device names by "major:minor"; guarded by
-	// devMu, apart from mu so that naming does not wait for a read.
-	devMu   sync.Mutex
-	devices map[string]string
+	// devices caches block device names by "major:minor", devicePairs
+	// their device label pairs by number and namedDevicePairs by name;
+	// guarded by devMu, apart from mu so that naming does not wait for a
+	// read. They keep every device seen: the machine's disks.
+	devMu            sync.Mutex
+	devices          map[string]string
+	devicePairs      map[[2]uint64]string
+	namedDevicePairs map[string]string
+	// labels and resourceLabels keep /metrics/cadvisor's and
+	// /metrics/resource's label pairs between scrapes.
+	labels, resourceLabels *labelCache
 	// fsLast is the newest filesystem read of /metrics/cadvisor and
 	// fsAt when it was made; guarded by fsMu, apart from mu so that a
 	// slow runtime does not hold up the cgroup figures.
@@ -225,8 +249,11 @@ func New(cfg Config) *Provider {
 	return &Provider{
 		cfg: cfg, bootTime: bootTime(cfg.ProcRoot), cadvisor: cadvisorMetrics(),
 		cpuHist: map[string]cpuHistory{}, specs: map[string]specEntry{}, devices: map[string]string{},
-		dirs: map[string]*podDirsEntry{}, limits: map[string]limitsEntry{},
-		fsWanted: make(chan struct{}, 1),
+		devicePairs: map[[2]uint64]string{}, namedDevicePairs: map[string]string{}, labels: newLabelCache(), resourceLabels: newLabelCache(),
+		dirs: map[string]*podDirsEntry{}, limits: map[string]limitsEntry{}, sandboxes: map[string]*sandboxNetDev{},
+		seen: map[string]bool{}, listed: map[string]bool{},
+		fsWanted: make(chan struct{}, 1), gzip: newGzipWriters(2),
+		textBufs: newKept[[]byte](2), jsonBufs: newKept[[]byte](2), rowBufs: newKept[[]row](2),
 	}
 }
 
@@ -306,7 +333,11 @@ func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 	}
 	logger := klog.FromContext(ctx)
 	snap := &snapshot{at: now, has: n}
-	seen := map[string]bool{}
+	// seen holds the cgroups read or walked, sandboxes the sandboxes
+	// listed: the maps of the last snapshot, emptied.
+	seen, sandboxes := p.seen, p.listed
+	clear(seen)
+	clear(sandboxes)
 	readStats, cpuSpec := p.cfg.Cgroups.ReadStats, p.cfg.Cgroups.CPUSpec
 	if p.cfg.Files != nil {
 		readStats, cpuSpec = p.cfg.Files.ReadStats, p.cfg.Files.CPUSpec
@@ -360,8 +391,11 @@ func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 			snap.nodeNet = ifs
 		}
 	}
-	for _, pod := range p.cfg.Pods.StatsPods() {
-		ps := podSample{pod: pod}
+	pods := p.cfg.Pods.StatsPods()
+	snap.podList = make([]podSample, 0, len(pods))
+	for _, pod := range pods {
+		sandboxes[pod.SandboxCgroup] = true
+		ps := podSample{pod: pod, containers: make([]containerSample, 0, len(pod.Containers))}
 		if pod.Cgroup != "" {
 			ps.own = read(pod.Cgroup)
 			if ps.own == nil {
@@ -374,7 +408,7 @@ func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 			}
 		}
 		if n.procs || (n.net && !pod.HostNetwork) {
-			p.walkPod(&ps, n)
+			p.walkPod(&ps, n, seen)
 		}
 		snap.podList = append(snap.podList, ps)
 	}
@@ -391,6 +425,11 @@ func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 	for path := range p.specs {
 		if !seen[path] {
 			delete(p.specs, path)
+		}
+	}
+	for path := range p.sandboxes {
+		if !sandboxes[path] {
+			p.forgetSandbox(path)
 		}
 	}
 	if p.cfg.Files != nil {
@@ -429,9 +468,31 @@ func (p *Provider) rate(path string, usage uint64, now time.Time) *uint64 {
 // network through the first of them whose /proc entry can be read
 // (n.net, unless it is on the host's network), walking its cgroup, or
 // without one its containers'. The walk ends once it has what n needs.
-// p.mu must be held.
-func (p *Provider) walkPod(ps *podSample, n need) {
+// The cgroups walked are added to seen. p.mu must be held.
+func (p *Provider) walkPod(ps *podSample, n need, seen map[string]bool) {
+	walkProcs := p.cfg.Cgroups.WalkProcs
+	if p.cfg.Files != nil {
+		walkProcs = func(path string, known []string, each func(pid int) bool) {
+			// The files kept open of a cgroup walked are its directory's.
+			seen[path] = true
+			for _, k := range known {
+				seen[k] = true
+			}
+			p.cfg.Files.WalkProcs(path, known, each)
+		}
+	}
 	wantNet := n.net && !ps.pod.HostNetwork
+	// The sandbox's process is the one to ask for the network (its file
+	// kept between snapshots, see sandboxNetDev); without one, the first
+	// process of the walk.
+	if wantNet && ps.pod.SandboxCgroup != "" {
+		if ifs, ok := p.sandboxNet(ps.pod.SandboxCgroup, walkProcs); ok {
+			ps.net, wantNet = ifs, false
+		}
+	}
+	if !n.procs && !wantNet {
+		return
+	}
 	each := func(pid int) bool {
 		ps.procs++
 		if wantNet {
@@ -440,15 +501,6 @@ func (p *Provider) walkPod(ps *podSample, n need) {
 			}
 		}
 		return n.procs || wantNet
-	}
-	// Without counts to make, the sandbox's process is the one to ask
-	// for the network: one file to read rather than a walk of the pod.
-	if !n.procs && wantNet && ps.pod.SandboxCgroup != "" {
-		p.cfg.Cgroups.WalkProcs(ps.pod.SandboxCgroup, nil, each)
-		if !wantNet {
-			ps.procs = 0
-			return
-		}
 	}
 	if ps.pod.Cgroup != "" {
 		// The pod's cgroup holds its sandbox's and its containers'.
@@ -460,13 +512,13 @@ func (p *Provider) walkPod(ps *podSample, n need) {
 				known = append(known, c.Cgroup)
 			}
 		}
-		p.cfg.Cgroups.WalkProcs(ps.pod.Cgroup, known, each)
+		walkProcs(ps.pod.Cgroup, known, each)
 	} else {
 		for _, cs := range ps.containers {
 			if !n.procs && !wantNet {
 				break
 			}
-			p.cfg.Cgroups.WalkProcs(cs.s.path, nil, each)
+			walkProcs(cs.s.path, nil, each)
 		}
 	}
 	if !n.procs {

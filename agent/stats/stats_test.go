@@ -136,7 +136,7 @@ func writeProc(t *testing.T) string {
 	return root
 }
 
-func testProvider(t *testing.T) (*Provider, *fakeCgroups, *clocktesting.FakePassiveClock) {
+func testProvider(t *testing.T) (*Provider, *fakeCgroups, *clocktesting.FakeClock) {
 	t.Helper()
 	cg := &fakeCgroups{
 		stats: map[string]*cgroups.Stats{
@@ -154,7 +154,7 @@ func testProvider(t *testing.T) (*Provider, *fakeCgroups, *clocktesting.FakePass
 			"/kubepods/podu/cid": {Shares: 256, QuotaMicros: 25000, PeriodMicros: 100000},
 		},
 	}
-	clk := clocktesting.NewFakePassiveClock(time.Unix(1700001000, 0))
+	clk := clocktesting.NewFakeClock(time.Unix(1700001000, 0))
 	p := New(Config{
 		NodeName: "node-a",
 		Pods: fakePods{{
@@ -351,6 +351,27 @@ func TestCadvisorMetrics(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("body:\n%s", body)
+	}
+}
+
+// The label pairs kept between scrapes follow a cgroup whose pod or
+// container changed, and those of cgroups gone are dropped.
+func TestCadvisorLabelsKept(t *testing.T) {
+	p, _, clk := testProvider(t)
+	scrape(t, p)
+	pods := p.cfg.Pods.(fakePods)
+	pods[0].Name, pods[0].Containers[0].Image = "renamed", "busybox:2"
+	clk.SetTime(clk.Now().Add(time.Second))
+	body := scrape(t, p)
+	want := series("container_memory_rss", "90", map[string]string{"container": "c", "id": "/kubepods/podu/cid", "image": "busybox:2", "name": "cid", "namespace": "ns", "pod": "renamed"})
+	if !strings.Contains(body, want) || strings.Contains(body, `pod="p"`) {
+		t.Errorf("after the pod's rename, want %s and no pod=\"p\":\n%s", want, body)
+	}
+	p.cfg.Pods = fakePods{}
+	clk.SetTime(clk.Now().Add(time.Second))
+	scrape(t, p)
+	if n := len(p.labels.rows); n != 2 {
+		t.Errorf("%d rows' labels kept with no pod, want the node's and the pods' cgroups'", n)
 	}
 }
 

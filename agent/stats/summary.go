@@ -2,7 +2,6 @@ package stats
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,7 +100,7 @@ func (p *Provider) SummaryHandler() http.Handler {
 		only := r.URL.Query().Get("only_cpu_and_memory") == "true"
 		s := p.Summary(r.Context(), only)
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(s)
+		_ = writeSummary(w, s, p.jsonBufs) // a client gone
 	})
 }
 

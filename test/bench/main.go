@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -65,6 +66,7 @@ func main() {
 	probePods := flag.Int("probe-pods", 100, "running pods, each with an exec liveness and an httpGet readiness probe every 10s, while the agent's CPU time is measured for a minute (0 skips)")
 	statsPods := flag.Int("stats-pods", 100, "running pods (bridge network) while /stats/summary, /metrics/cadvisor and /metrics/resource are timed (0 skips)")
 	statsCalls := flag.Int("stats-calls", 10, "timed calls of each stats endpoint")
+	statsProfile := flag.String("stats-cpuprofile", "", "after the timed stats calls, write CPU profiles of the agent over 30s of fresh reads to PREFIX.summary-cadvisor.pprof (the two alternating, each read afresh) and PREFIX.resource.pprof")
 	evictions := flag.Int("evictions", 5, "BestEffort pods allocating memory fast past a memory.available threshold, timed from the threshold crossed to the pod killed, with memory notifications on (0 skips)")
 	evictionsPolling := flag.Int("evictions-polling", 2, "the same with memory notifications off: the 10s monitoring period alone (0 skips)")
 	standalone := flag.Bool("standalone", true, "run the standalone part (every figure above); false runs only the cluster part")
@@ -86,7 +88,7 @@ func main() {
 	clusterTrace := flag.Bool("cluster-trace", false, "print when each pod of the node part was seen created and Running, to read beside the agents' logs (-cluster-logs)")
 	flag.Parse()
 	opts := options{runs: *runs, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegCounts: counts(*plegCounts), cpuFor: *cpuFor,
-		probePods: *probePods, probeProfile: *profile, statsPods: *statsPods, statsCalls: *statsCalls,
+		probePods: *probePods, probeProfile: *profile, statsPods: *statsPods, statsCalls: *statsCalls, statsProfile: *statsProfile,
 		batches: counts(*batches), graceKills: *graceKills, jsonOut: *jsonOut, plotOut: *plotOut, evictions: *evictions, evictionsPolling: *evictionsPolling}
 	copts := clusterOptions{binsPath: *binsPath, execRuns: *execRuns, transferMiB: *transferMiB, pfRuns: *pfRuns, streams: *streams, rounds: *rounds,
 		profileDir: *clusterProfiles, keepLogs: *clusterLogs, streaming: *clusterStreaming, nodeOn: *clusterNode,
@@ -173,6 +175,8 @@ type options struct {
 	// times.
 	statsPods  int
 	statsCalls int
+	// statsProfile, if set, is the prefix of the stats profiles.
+	statsProfile string
 	// evictions and evictionsPolling are the memory evictions timed with
 	// notifications on and off.
 	evictions, evictionsPolling int
@@ -295,7 +299,7 @@ func run(bedPath, bin, runtimeName string, o options, rep *report) error {
 		if err := a.drain(ctx, rt); err != nil {
 			return err
 		}
-		res, err := a.statsCost(busybox.Ref, o.statsPods, o.statsCalls)
+		res, err := a.statsCost(busybox.Ref, o.statsPods, o.statsCalls, o.statsProfile)
 		if err != nil {
 			return fmt.Errorf("stats cost: %w", err)
 		}
@@ -359,15 +363,24 @@ func probeBench(ctx context.Context, bin string, rt *ctrdtest.Containerd, image,
 	return a.drain(ctx, rt)
 }
 
-// saveProfile writes a CPU profile of the agent over d to path.
+// saveProfile writes a CPU profile of the agent over d to path, taken
+// through its socket (the read-only port serves no pprof).
 func (a *agentProc) saveProfile(path string, d time.Duration) {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", a.port, int(d.Seconds()))) //nolint:noctx // the agent's own port
+	c := http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var dialer net.Dialer
+		return dialer.DialContext(ctx, "unix", a.socket)
+	}}}
+	resp, err := c.Get(fmt.Sprintf("http://agent/debug/pprof/profile?seconds=%d", int(d.Seconds()))) //nolint:noctx // the agent's own socket
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: profile:", err)
 		return
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(os.Stderr, "bench: profile: HTTP %d: %s\n", resp.StatusCode, b)
+		return
+	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: profile:", err)
 	}
@@ -471,7 +484,9 @@ type agentProc struct {
 	port     int
 	// profile, if set, is where steadyCost saves a CPU profile.
 	profile string
-	node    string
+	// socket is its --socket, which serves /debug/pprof/.
+	socket string
+	node   string
 	// cgroupRoot is its --cgroup-root.
 	cgroupRoot string
 	// anon is the agent's anonymous resident memory (RssAnon: heap,
@@ -482,7 +497,7 @@ type agentProc struct {
 
 func startAgent(bin string, rt *ctrdtest.Containerd, base, node string, extraArgs ...string) (*agentProc, error) {
 	base = filepath.Join(base, node)
-	a := &agentProc{manifest: filepath.Join(base, "manifests"), node: node, cgroupRoot: rt.CgroupParent() + "/" + node}
+	a := &agentProc{manifest: filepath.Join(base, "manifests"), node: node, cgroupRoot: rt.CgroupParent() + "/" + node, socket: filepath.Join(base, "mk.sock")}
 	if err := os.MkdirAll(a.manifest, 0o755); err != nil {
 		return nil, err
 	}
@@ -512,7 +527,7 @@ func startAgent(bin string, rt *ctrdtest.Containerd, base, node string, extraArg
 		"--cgroup-root", a.cgroupRoot,
 		// Not the system's socket: another agent (another bench part, or
 		// another bench) may serve it.
-		"--socket", filepath.Join(base, "mk.sock"))
+		"--socket", a.socket)
 	a.cmd.Args = append(a.cmd.Args, extraArgs...)
 	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
 	if err := a.cmd.Start(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,8 +24,10 @@ type statsResult struct {
 // /stats/summary, /metrics/cadvisor and /metrics/resource: calls fresh ones (each more than
 // the provider's one-second snapshot age after the last, so that every
 // cgroup and /proc/<pid>/net/dev is read again) and as many served from
-// the snapshot, and the agent's CPU time over the fresh ones.
-func (a *agentProc) statsCost(image string, n, calls int) ([]statsResult, error) {
+// the snapshot, and the agent's CPU time over the fresh ones (threadsCPU:
+// a fresh call takes about one clock tick of /proc/<pid>/stat). With
+// profile, it then profiles fresh reads (statsProfiles).
+func (a *agentProc) statsCost(image string, n, calls int, profile string) ([]statsResult, error) {
 	for i := 0; i < n; i++ {
 		m := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: stats-%d\nspec:\n  terminationGracePeriodSeconds: 0\n  containers:\n  - name: main\n    image: %s\n    command: [\"sleep\", \"3600\"]\n", i, image)
 		if err := os.WriteFile(filepath.Join(a.manifest, fmt.Sprintf("stats-%d.yaml", i)), []byte(m), 0o644); err != nil {
@@ -71,7 +74,7 @@ func (a *agentProc) statsCost(image string, n, calls int) ([]statsResult, error)
 		var cpu time.Duration
 		for i := 0; i < calls; i++ {
 			time.Sleep(1100 * time.Millisecond) // past the snapshot's age
-			before, _, err := procStat(a.cmd.Process.Pid)
+			before, err := threadsCPU(a.cmd.Process.Pid)
 			if err != nil {
 				return nil, err
 			}
@@ -84,7 +87,7 @@ func (a *agentProc) statsCost(image string, n, calls int) ([]statsResult, error)
 			if code != http.StatusOK {
 				return nil, fmt.Errorf("%s: HTTP %d", path, code)
 			}
-			after, _, err := procStat(a.cmd.Process.Pid)
+			after, err := threadsCPU(a.cmd.Process.Pid)
 			if err != nil {
 				return nil, err
 			}
@@ -99,7 +102,97 @@ func (a *agentProc) statsCost(image string, n, calls int) ([]statsResult, error)
 		r.cpu = cpu
 		out = append(out, r)
 	}
+	if profile != "" {
+		if err := a.statsProfiles(profile); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// statsProfiles writes two CPU profiles of the agent, each over 30s of
+// fresh reads: prefix.summary-cadvisor.pprof while /stats/summary and
+// /metrics/cadvisor are called in turn without a pause (neither's
+// snapshot holds what the other needs, so each reads afresh), and
+// prefix.resource.pprof while /metrics/resource is called once past each
+// snapshot's age (the others' snapshots would serve it).
+func (a *agentProc) statsProfiles(prefix string) error {
+	const d = 30 * time.Second
+	for _, run := range []struct {
+		name  string
+		paths []string
+		pause time.Duration
+	}{
+		{"summary-cadvisor", []string{"/stats/summary", "/metrics/cadvisor"}, 0},
+		{"resource", []string{"/metrics/resource"}, 1050 * time.Millisecond},
+	} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.saveProfile(prefix+"."+run.name+".pprof", d)
+		}()
+		calls := 0
+		var err error
+	calling:
+		for end := time.Now().Add(d); time.Now().Before(end); {
+			for _, path := range run.paths {
+				_, code, gerr := a.get(path)
+				switch {
+				case gerr != nil:
+					err = fmt.Errorf("%s: %w", path, gerr)
+					break calling
+				case code != http.StatusOK:
+					err = fmt.Errorf("%s: HTTP %d", path, code)
+					break calling
+				}
+				calls++
+			}
+			time.Sleep(run.pause)
+		}
+		<-done
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  profile %s.%s.pprof: %d calls over %v\n", prefix, run.name, calls, d)
+	}
+	return nil
+}
+
+// threadsCPU is the CPU time of the process pid's threads, to the
+// nanosecond: the sum of each one's time on a CPU (the first field of
+// /proc/<pid>/task/<tid>/schedstat). /proc/<pid>/stat counts in clock
+// ticks of 10 ms, as long as a fresh read of a stats endpoint; a thread
+// that ends between two sums takes its time out of the second (the Go
+// runtime seldom ends one).
+func threadsCPU(pid int) (time.Duration, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	read := 0
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue // ended meanwhile, or a kernel without schedstat
+		}
+		read++
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s/%s/schedstat: %w", dir, t.Name(), err)
+		}
+		total += time.Duration(ns)
+	}
+	if read == 0 { // no schedstat: ticks it is
+		cpu, _, err := procStat(pid)
+		return cpu, err
+	}
+	return total, nil
 }
 
 func (a *agentProc) get(path string) ([]byte, int, error) {
