@@ -176,6 +176,14 @@ spec:
 			if r := node.Runtime; r == nil || r.ImageFs == nil || r.ImageFs.UsedBytes == nil || *r.ImageFs.UsedBytes == 0 {
 				return false, body
 			}
+			// The pod's directories are measured in the background too,
+			// at most every FsMaxAge: a read may still show the emptyDir
+			// from before the container wrote its blob.
+			for _, v := range got.VolumeStats {
+				if v.Name == "scratch" && (v.UsedBytes == nil || *v.UsedBytes < 1<<20) {
+					return false, body
+				}
+			}
 			c := got.Containers[0]
 			return c.Logs != nil && c.Logs.UsedBytes != nil && *c.Logs.UsedBytes > 0 && c.Rootfs != nil, body
 		})
