@@ -86,7 +86,15 @@ func main() {
 	seqPods := flag.Int("cluster-seq-pods", 20, "pods created one at a time (each waited for Running, deleted and waited for gone)")
 	batchPods := flag.Int("cluster-batch-pods", 50, "pods created at once, per round")
 	clusterTrace := flag.Bool("cluster-trace", false, "print when each pod of the node part was seen created and Running, to read beside the agents' logs (-cluster-logs)")
+	replot := flag.String("replot", "", "only draw the plot (-plot) of this report JSON, written by an earlier run")
 	flag.Parse()
+	if *replot != "" {
+		if err := replotReport(*replot, *plotOut); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	opts := options{runs: *runs, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegCounts: counts(*plegCounts), cpuFor: *cpuFor,
 		probePods: *probePods, probeProfile: *profile, statsPods: *statsPods, statsCalls: *statsCalls, statsProfile: *statsProfile,
 		batches: counts(*batches), graceKills: *graceKills, jsonOut: *jsonOut, plotOut: *plotOut, evictions: *evictions, evictionsPolling: *evictionsPolling}

@@ -164,3 +164,16 @@ func (r *report) write(path string) error {
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
+
+// replotReport draws the plot of the report JSON at path into plotPath.
+func replotReport(path, plotPath string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var r report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return r.plot(plotPath)
+}
