@@ -209,12 +209,7 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	c.closing = true
-	streams := make([]*Stream, 0, len(c.streams))
-	for _, s := range c.streams {
-		streams = append(streams, s)
-	}
-	clear(c.streams)
-	c.stopTimersLocked()
+	streams := c.endLocked()
 	ended := c.ended
 	c.mu.Unlock()
 	var last []byte
@@ -353,13 +348,22 @@ func (c *Conn) checkIdle() {
 	_ = c.Close()
 }
 
-func (c *Conn) stopTimersLocked() {
+// endLocked takes the connection's streams out of it, for the caller to
+// end, and stops its timers: what Close and the end of the read loop
+// both do first. c.mu must be held.
+func (c *Conn) endLocked() []*Stream {
+	streams := make([]*Stream, 0, len(c.streams))
+	for _, s := range c.streams {
+		streams = append(streams, s)
+	}
+	clear(c.streams)
 	for _, t := range []clock.Timer{c.idleTimer, c.pingTimer} {
 		if t != nil {
 			t.Stop()
 		}
 	}
 	c.idleTimer, c.pingTimer = nil, nil
+	return streams
 }
 
 func (c *Conn) touch() {
@@ -462,12 +466,7 @@ func (c *Conn) readLoop() {
 	err := c.serve()
 	c.mu.Lock()
 	c.ended = true
-	streams := make([]*Stream, 0, len(c.streams))
-	for _, s := range c.streams {
-		streams = append(streams, s)
-	}
-	clear(c.streams)
-	c.stopTimersLocked()
+	streams := c.endLocked()
 	lost := !c.closing && !c.goneAway
 	c.mu.Unlock()
 	var cause error
