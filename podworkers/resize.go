@@ -3,7 +3,6 @@ package podworkers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -28,7 +27,8 @@ type resourceState interface {
 	// containers, by name, and whether the pod has an allocation.
 	Allocated(uid types.UID) (map[string]v1.ResourceRequirements, bool)
 	// Grant records a grant and the pod's cpu and memory requests as
-	// granted at once; commit returns once it is written down.
+	// granted at once; commit returns once it is written down (and, for
+	// a grant that changed the state, every grant before it).
 	Grant(uid types.UID, containers map[string]v1.ResourceRequirements, requests v1.ResourceList) (commit func() error)
 	// Requested sums the requests granted to the node's other pods.
 	Requested(except types.UID) v1.ResourceList
@@ -186,20 +186,15 @@ func (s *Syncer) decideAllocation(ctx context.Context, pod *v1.Pod) (_ *v1.Pod, 
 		}
 	}
 	allocated := withAllocation(pod, merged)
-	var commits []func() error
-	commitAll := func() error {
-		var errs []error
-		for _, c := range commits {
-			errs = append(errs, c())
-		}
-		return errors.Join(errs...)
-	}
+	// Of two grants below, the second's commit covers the first's: the
+	// second changes the state (allocated != pod: some container's
+	// resources differ from merged).
 	if len(merged) != len(alloc) || !apiequality.Semantic.DeepEqual(merged, alloc) {
-		commits = append(commits, st.Grant(pod.UID, merged, podRequests(allocated)))
+		commit = st.Grant(pod.UID, merged, podRequests(allocated))
 	}
 	if allocated == pod {
 		st.ClearResizePending(pod.UID)
-		return pod, commitAll
+		return pod, commit
 	}
 	if reason, message := s.resizeFits(pod, allocated); reason != "" {
 		if st.SetResizePending(pod.UID, reason, message, pod.Generation) {
@@ -210,15 +205,15 @@ func (s *Syncer) decideAllocation(ctx context.Context, pod *v1.Pod) (_ *v1.Pod, 
 			}
 			s.podEvent(pod, v1.EventTypeWarning, reasonEvent, "%s", resizeMessage(pod, "Pod resize "+reason, message))
 		}
-		return allocated, commitAll
+		return allocated, commit
 	}
-	commits = append(commits, st.Grant(pod.UID, allocationOf(pod), podRequests(pod)))
+	commit = st.Grant(pod.UID, allocationOf(pod), podRequests(pod))
 	st.ClearResizePending(pod.UID)
 	st.ClearResizeInProgress(pod.UID)
 	st.SetResizeInProgress(pod.UID, "", "", pod.Generation)
 	logger.Info("Pod resize started", "generation", pod.Generation)
 	s.podEvent(pod, v1.EventTypeNormal, events.ResizeStarted, "%s", resizeMessage(pod, "Pod resize started", ""))
-	return pod, commitAll
+	return pod, commit
 }
 
 // resizeFits checks a resize from allocated to desired against the node's

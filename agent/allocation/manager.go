@@ -201,7 +201,8 @@ func (m *Manager) SetAllocated(uid types.UID, containers map[string]v1.ResourceR
 // calls that follow see it), and commit returns once the checkpoint holds
 // it, with the write's error. A caller that decides grants one at a time
 // under a lock of its own commits after releasing it, so that the
-// decisions do not wait on the disk in turn.
+// decisions do not wait on the disk in turn. The commit of a grant that
+// changes the state also covers every grant recorded before it.
 func (m *Manager) Grant(uid types.UID, containers map[string]v1.ResourceRequirements, requests v1.ResourceList) (commit func() error) {
 	m.mu.Lock()
 	p := m.pods[uid]
