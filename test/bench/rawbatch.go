@@ -46,15 +46,14 @@ func rawCgroup(parent, name string) (string, func(), error) {
 // cgroupMounts are the cgroup file systems (v1 hierarchies, the v2 one)
 // mounted under /sys/fs/cgroup.
 func cgroupMounts() ([]string, error) {
-	b, err := os.ReadFile("/proc/self/mounts")
+	all, err := ctrdtest.CgroupMounts()
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for line := range strings.Lines(string(b)) {
-		f := strings.Fields(line)
-		if len(f) >= 3 && (f[2] == "cgroup" || f[2] == "cgroup2") && strings.HasPrefix(f[1], "/sys/fs/cgroup") {
-			out = append(out, f[1])
+	for _, m := range all {
+		if strings.HasPrefix(m, "/sys/fs/cgroup") {
+			out = append(out, m)
 		}
 	}
 	if len(out) == 0 {

@@ -19,6 +19,22 @@ type mountEntry struct {
 	fstype string
 }
 
+// CgroupMounts returns the mount points of the cgroup hierarchies (v1's
+// and v2's) in this mount namespace.
+func CgroupMounts() ([]string, error) {
+	mounts, err := readMounts()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range mounts {
+		if m.fstype == "cgroup" || m.fstype == "cgroup2" {
+			out = append(out, m.point)
+		}
+	}
+	return out, nil
+}
+
 // readMounts parses /proc/self/mountinfo.
 func readMounts() ([]mountEntry, error) {
 	const path = "/proc/self/mountinfo"

@@ -195,15 +195,13 @@ func removeCgroupParent(ctx context.Context, s *instance) error {
 	if s.Slot == 0 {
 		return nil // no slot, no cgroup parent handed out
 	}
-	mounts, err := readMounts()
+	mounts, err := CgroupMounts()
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, m := range mounts {
-		if m.fstype == "cgroup" || m.fstype == "cgroup2" {
-			errs = append(errs, removeCgroup(ctx, filepath.Join(m.point, s.cgroupParent())))
-		}
+		errs = append(errs, removeCgroup(ctx, filepath.Join(m, s.cgroupParent())))
 	}
 	return errors.Join(errs...)
 }
@@ -211,12 +209,12 @@ func removeCgroupParent(ctx context.Context, s *instance) error {
 // underCgroupMount reports whether path lies strictly below a cgroup
 // hierarchy's mount point, so that teardown never touches a root cgroup.
 func underCgroupMount(path string) bool {
-	mounts, err := readMounts()
+	mounts, err := CgroupMounts()
 	if err != nil {
 		return false
 	}
 	for _, m := range mounts {
-		if (m.fstype == "cgroup" || m.fstype == "cgroup2") && strings.HasPrefix(path, m.point+"/") {
+		if strings.HasPrefix(path, m+"/") {
 			return true
 		}
 	}
