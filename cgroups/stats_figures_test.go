@@ -149,6 +149,67 @@ func TestProcsNested(t *testing.T) {
 	}
 }
 
+// CountProcs counts what WalkProcs lists from the pids.current files,
+// walking only the cgroups of more than one task, and cannot tell when
+// the tasks of the cgroups it is told of do not add up to the pod's, when
+// it is not told of the cgroups below the pod, or when a pids.current is
+// missing.
+func TestCountProcs(t *testing.T) {
+	mountRoot := t.TempDir()
+	procs := map[string]string{
+		"pids/pod/cgroup.procs":                  "",
+		"pids/pod/sandbox/cgroup.procs":          "10\n",
+		"pids/pod/ctr/cgroup.procs":              "20\n21\n",
+		"pids/pod/ctr/inner/cgroup.procs":        "30\n",
+		"pids/pod/ctr/inner/deeper/cgroup.procs": "40\n",
+		"pids/pod/one/cgroup.procs":              "50\n",
+	}
+	writeFiles(t, mountRoot, procs)
+	// ctr's processes have threads: 7 tasks for its 4 processes.
+	writeFiles(t, mountRoot, map[string]string{
+		"pids/pod/pids.current":         "9\n",
+		"pids/pod/sandbox/pids.current": "1\n",
+		"pids/pod/ctr/pids.current":     "7\n",
+		"pids/pod/one/pids.current":     "1\n",
+	})
+	m := &Manager{cfg: Config{MountRoot: mountRoot}, version: 1}
+	files := m.NewStatsFiles()
+	defer files.Close()
+	known := []string{"/pod/sandbox", "/pod/ctr", "/pod/one"}
+	for range 2 { // the second through the files kept open
+		if n, ok := files.CountProcs("/pod", known); n != 6 || !ok {
+			t.Errorf("CountProcs(/pod, %v) = %d, %v; want the 6 processes WalkProcs lists", known, n, ok)
+		}
+	}
+	if n := files.Len(); n != 4 {
+		t.Errorf("%d files open after counting, want the 4 pids.current", n)
+	}
+	for _, k := range [][]string{nil, {"/pod/sandbox", "/pod/ctr"}, {"/pod/sandbox", "/pod/ctr/inner", "/pod/one"}, {"/pod/sandbox", "/pod/ctr", "/pod/gone"}} {
+		if n, ok := files.CountProcs("/pod", k); ok {
+			t.Errorf("CountProcs(/pod, %v) = %d, true; want it unable to tell", k, n)
+		}
+	}
+	// A process in the pod's own cgroup: the tasks below do not add up.
+	writeFiles(t, mountRoot, map[string]string{"pids/pod/cgroup.procs": "60\n", "pids/pod/pids.current": "10\n"})
+	if n, ok := files.CountProcs("/pod", known); ok {
+		t.Errorf("with a task in the pod's own cgroup CountProcs = %d, true; want it unable to tell", n)
+	}
+	// No task at all: none, read from the pod's file alone.
+	writeFiles(t, mountRoot, map[string]string{"pids/pod/pids.current": "0\n"})
+	if n, ok := files.CountProcs("/pod", known); n != 0 || !ok {
+		t.Errorf("with no task CountProcs = %d, %v; want 0, true", n, ok)
+	}
+	// Without pids.current (cgroup v2 without the pids controller).
+	if err := os.Remove(filepath.Join(mountRoot, "pids/pod/sandbox/pids.current")); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, mountRoot, map[string]string{"pids/pod/pids.current": "9\n"})
+	files.Close()
+	if n, ok := files.CountProcs("/pod", known); ok {
+		t.Errorf("without the sandbox's pids.current CountProcs = %d, true; want it unable to tell", n)
+	}
+}
+
 // Procs on the host's real hierarchy: processes in a pod cgroup, in a
 // container cgroup below it and in one nested in the container's.
 func TestProcsReal(t *testing.T) {
@@ -156,23 +217,7 @@ func TestProcsReal(t *testing.T) {
 	podPath := m.PodCgroupParent(g)
 	var want []int
 	for _, sub := range []string{"", "ctr", "ctr/nested"} {
-		dir := filepath.Join(DefaultMountRoot, "pids", podPath, sub)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("sh", "-c", "echo $$ > "+filepath.Join(dir, "cgroup.procs")+" && exec sleep 60")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-		pid := cmd.Process.Pid
-		polltest.Until(t, 10*time.Second, "the shell to join its cgroup", func() (bool, string) {
-			b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-			return slices.Contains(procsOfBytes(b), pid), fmt.Sprintf("%q %v", b, err)
-		})
-		want = append(want, pid)
+		want = append(want, startIn(t, podPath, sub))
 	}
 	got := m.Procs(podPath)
 	slices.Sort(got)
@@ -198,26 +243,7 @@ func TestProcsRealThroughFiles(t *testing.T) {
 	podPath := m.PodCgroupParent(g)
 	files := m.NewStatsFiles()
 	defer files.Close()
-	start := func(sub string) int {
-		t.Helper()
-		dir := filepath.Join(DefaultMountRoot, "pids", podPath, sub)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("sh", "-c", "echo $$ > "+filepath.Join(dir, "cgroup.procs")+" && exec sleep 60")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-		pid := cmd.Process.Pid
-		polltest.Until(t, 10*time.Second, "the shell to join its cgroup", func() (bool, string) {
-			b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-			return slices.Contains(procsOfBytes(b), pid), fmt.Sprintf("%q %v", b, err)
-		})
-		return pid
-	}
+	start := func(sub string) int { t.Helper(); return startIn(t, podPath, sub) }
 	walk := func(known []string) []int {
 		var pids []int
 		files.WalkProcs(podPath, known, func(pid int) bool { pids = append(pids, pid); return true })
@@ -276,6 +302,80 @@ func TestProcsRealThroughFiles(t *testing.T) {
 	if n := files.Dirs(); n != 0 {
 		t.Errorf("StatsFiles holds %d directories after the cgroup's removal, want 0", n)
 	}
+}
+
+// CountProcs on the host's real hierarchy counts the processes of a
+// pod's cgroups, one process in its sandbox's cgroup and then two in its
+// container's, which it walks; with a process in the pod's own cgroup,
+// or in a cgroup it is not told of, it cannot tell.
+func TestCountProcsReal(t *testing.T) {
+	_, m, g := realPod(t, "count-real")
+	podPath := m.PodCgroupParent(g)
+	files := m.NewStatsFiles()
+	defer files.Close()
+	known := []string{podPath + "/sandbox", podPath + "/ctr"}
+	for _, sub := range []string{"sandbox", "ctr"} {
+		if err := os.MkdirAll(filepath.Join(DefaultMountRoot, "pids", podPath, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(known []string) (int, bool) {
+		// Until the cgroup's task count has caught up with processes
+		// that exited (pids.current counts a task until it is reaped).
+		var n int
+		var ok bool
+		polltest.Until(t, 10*time.Second, "CountProcs to agree with the walk", func() (bool, string) {
+			var walked int
+			files.WalkProcs(podPath, known, func(int) bool { walked++; return true })
+			n, ok = files.CountProcs(podPath, known)
+			return !ok || n == walked, fmt.Sprintf("counted %d (%v), walked %d", n, ok, walked)
+		})
+		return n, ok
+	}
+	if n, ok := count(known); n != 0 || !ok {
+		t.Errorf("CountProcs of an empty pod = %d, %v; want 0, true", n, ok)
+	}
+	startIn(t, podPath, "sandbox")
+	startIn(t, podPath, "ctr")
+	if n, ok := count(known); n != 2 || !ok {
+		t.Errorf("CountProcs with one process in each of two cgroups = %d, %v; want 2, true", n, ok)
+	}
+	startIn(t, podPath, "ctr")
+	if n, ok := count(known); n != 3 || !ok {
+		t.Errorf("CountProcs with two processes in the container's = %d, %v; want 3, true", n, ok)
+	}
+	if n, ok := count(known[:1]); ok {
+		t.Errorf("CountProcs told of the sandbox alone = %d, true; want it unable to tell", n)
+	}
+	startIn(t, podPath, "")
+	if n, ok := count(known); ok {
+		t.Errorf("CountProcs with a process in the pod's own cgroup = %d, true; want it unable to tell", n)
+	}
+}
+
+// startIn starts a shell that moves itself into the cgroup sub below
+// podPath on the pids hierarchy (made if need be) and execs a sleep; it
+// returns its PID once the cgroup lists it, and kills it at the test's
+// end.
+func startIn(t *testing.T, podPath, sub string) int {
+	t.Helper()
+	dir := filepath.Join(DefaultMountRoot, "pids", podPath, sub)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", "echo $$ > "+filepath.Join(dir, "cgroup.procs")+" && exec sleep 60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	pid := cmd.Process.Pid
+	polltest.Until(t, 10*time.Second, "the shell to join its cgroup", func() (bool, string) {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		return slices.Contains(procsOfBytes(b), pid), fmt.Sprintf("%q %v", b, err)
+	})
+	return pid
 }
 
 func procsOfBytes(b []byte) []int {

@@ -149,7 +149,9 @@ func TestCPUSpecCache(t *testing.T) {
 // fakeFiles reads through fakeCgroups and records what Retain keeps.
 type fakeFiles struct {
 	*fakeCgroups
-	open   map[string]bool
+	open map[string]bool
+	// counts are the process counts CountProcs can tell, by pod cgroup.
+	counts map[string]int
 	closed bool
 }
 
@@ -178,6 +180,19 @@ func (f *fakeFiles) WalkProcs(path string, known []string, each func(pid int) bo
 		}
 	}
 	f.fakeCgroups.WalkProcs(path, known, each)
+}
+
+// CountProcs answers for the cgroups given a count in counts, keeping
+// their files open as the walk's directories; for others it cannot tell.
+func (f *fakeFiles) CountProcs(path string, known []string) (int, bool) {
+	n, ok := f.counts[path]
+	if !ok {
+		return 0, false
+	}
+	for _, c := range append([]string{path}, known...) {
+		f.open[c] = true
+	}
+	return n, true
 }
 
 func (f *fakeFiles) Retain(keep func(string) bool) {
@@ -219,6 +234,52 @@ func TestSnapshotThroughFiles(t *testing.T) {
 	p.Run(ctx)
 	if !files.closed {
 		t.Errorf("Run ended without closing the files")
+	}
+}
+
+// A Summary whose pods' networks are read through their sandboxes counts
+// their processes with Files.CountProcs, walking no cgroup, and walks
+// the pod's cgroup when CountProcs cannot tell; the cgroups counted keep
+// their files open as those walked, the sandbox's through snapshots that
+// neither count nor walk.
+func TestProcessesCountedWithoutWalk(t *testing.T) {
+	p, cg, clk := testProvider(t)
+	files := &fakeFiles{fakeCgroups: cg, open: map[string]bool{}, counts: map[string]int{"/kubepods/podu": 7}}
+	p.cfg.Files = files
+	pods := p.cfg.Pods.(fakePods)
+	pods[0].SandboxCgroup = "/kubepods/podu/sandbox"
+	cg.procs["/kubepods/podu/sandbox"] = []int{4242}
+	cg.procs["/kubepods/podu"] = []int{4242, 4243}
+	count := func() uint64 {
+		t.Helper()
+		s := p.Summary(context.Background(), false)
+		if len(s.Pods) != 1 || s.Pods[0].ProcessStats == nil || s.Pods[0].ProcessStats.ProcessCount == nil || s.Pods[0].Network == nil {
+			t.Fatalf("summary pods %+v, want one with its processes and network", s.Pods)
+		}
+		return *s.Pods[0].ProcessStats.ProcessCount
+	}
+	// The first snapshot finds the sandbox's process by a walk of its
+	// cgroup, for the network; the second reads it through its kept file.
+	count()
+	cg.walked = nil
+	clk.SetTime(clk.Now().Add(time.Second))
+	if n := count(); n != 7 || len(cg.walked) != 0 {
+		t.Errorf("counted: %d processes, walked %v; want CountProcs' 7 and no walk", n, cg.walked)
+	}
+	if !files.open["/kubepods/podu/sandbox"] || !files.open["/kubepods/podu/cid"] {
+		t.Errorf("files of %v open, want those of the cgroups counted", files.open)
+	}
+	// /metrics/cadvisor counts nothing, and leaves the sandbox's files
+	// open for the next Summary.
+	clk.SetTime(clk.Now().Add(time.Second))
+	scrape(t, p)
+	if !files.open["/kubepods/podu/sandbox"] {
+		t.Errorf("files of %v open after /metrics/cadvisor, want the sandbox's among them", files.open)
+	}
+	delete(files.counts, "/kubepods/podu")
+	clk.SetTime(clk.Now().Add(time.Second))
+	if n := count(); n != 2 || strings.Join(cg.walked, ",") != "/kubepods/podu" {
+		t.Errorf("CountProcs unable: %d processes, walked %v; want the walk's 2 of the pod's cgroup", n, cg.walked)
 	}
 }
 

@@ -74,6 +74,9 @@ type openFiles interface {
 	ReadStats(path string, fig cgroups.Figures) (*cgroups.Stats, error)
 	CPUSpec(path string) (cgroups.CPUSpec, error)
 	WalkProcs(path string, known []string, each func(pid int) bool)
+	// CountProcs counts what WalkProcs would walk, with ok false when it
+	// cannot tell without the walk.
+	CountProcs(path string, known []string) (n int, ok bool)
 	// Retain closes the files of the cgroups for which keep is false.
 	Retain(keep func(cgroup string) bool)
 	// Close closes every file.
@@ -433,7 +436,10 @@ func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 		}
 	}
 	if p.cfg.Files != nil {
-		p.cfg.Files.Retain(func(path string) bool { return seen[path] })
+		// A listed pod's sandbox cgroup keeps its files (what walks and
+		// counts use) through snapshots that did neither, such as
+		// /metrics/cadvisor's between two Summaries.
+		p.cfg.Files.Retain(func(path string) bool { return seen[path] || sandboxes[path] })
 	}
 	p.last = snap
 	return snap
@@ -510,6 +516,17 @@ func (p *Provider) walkPod(ps *podSample, n need, seen map[string]bool) {
 			known = append(known, ps.pod.SandboxCgroup)
 			for _, c := range ps.pod.Containers {
 				known = append(known, c.Cgroup)
+			}
+		}
+		if !wantNet && known != nil && p.cfg.Files != nil {
+			// Counting alone: from the task counts, where they tell.
+			if count, ok := p.cfg.Files.CountProcs(ps.pod.Cgroup, known); ok {
+				seen[ps.pod.Cgroup] = true
+				for _, k := range known {
+					seen[k] = true
+				}
+				ps.procs = count
+				return
 			}
 		}
 		walkProcs(ps.pod.Cgroup, known, each)
