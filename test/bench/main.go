@@ -77,7 +77,7 @@ func main() {
 	pfRuns := flag.Int("cluster-transfers", 3, "timed port-forward transfers per agent (the median is reported)")
 	streams := flag.Int("cluster-streams", 20, "concurrent streams of kubectl exec -i POD -- cat open while the agent's RSS is read")
 	rounds := flag.Int("cluster-rounds", 2, "clusters started per agent, the agents alternating; the samples of all rounds are pooled")
-	clusterProfiles := flag.String("cluster-profiles", "", "a directory for each agent's CPU profile over the transfers and heap profile with the streams open")
+	clusterProfiles := flag.String("cluster-profiles", "", "a directory for each agent's profiles: CPU over the transfers and the batch, the heap with the streams open and with the batch all Running")
 	clusterLogs := flag.String("cluster-logs", "", "a directory for the cluster components' logs, per agent")
 	clusterStreaming := flag.Bool("cluster-streaming", true, "run the cluster part's streaming figures (exec, port-forward, memory per exec stream)")
 	clusterNode := flag.Bool("cluster-node", true, "run the cluster part's node figures: pods created in the API to Running, and the node's apiserver requests counted in the apiserver's audit log")

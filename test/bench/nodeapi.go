@@ -57,7 +57,8 @@ type nodeOptions struct {
 	// the components' logs), to read beside the agents' logs.
 	trace bool
 	// profile, if set, saves the agent's pprof endpoint what as name
-	// (measurer.profile): a CPU profile of the batch.
+	// (measurer.profile): a CPU profile of the batch, and the heap once
+	// it is all Running.
 	profile func(ctx context.Context, what, name string)
 }
 
@@ -464,6 +465,11 @@ func nodeBench(ctx context.Context, c *cluster.Cluster, client kubernetes.Interf
 			return 0, err
 		}
 		f.batchRSS, f.batchAnon = append(f.batchRSS, float64(rss)/(1<<20)), append(f.batchAnon, float64(anon)/(1<<20))
+		if o.profile != nil {
+			// Where that memory is: the heap with every pod running.
+			o.profile(ctx, "heap", "batch.heap.pprof")
+			o.profile(ctx, "heap?debug=1", "batch.heap.txt")
+		}
 		for i, name := range names {
 			wg.Add(1)
 			go func() {
