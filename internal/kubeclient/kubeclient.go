@@ -278,11 +278,12 @@ func (s *Sink) Patch(event *v1.Event, data []byte) (*v1.Event, error) {
 }
 
 // Informer returns a shared index informer of what c lists and watches
-// (objects of example's type), with tweak (if not nil) applied to each list and watch, as client-go's
-// informer factory makes it for one resource: indexed by namespace, plus
-// indexers. clients is the Interface c came from: the reflector streams its
-// first list in a watch unless clients says it cannot (a fake). Run it with
-// RunWithContext.
+// (objects of example's type), with tweak (if not nil) applied to each
+// list and watch, as client-go's informer factory makes it for one
+// resource: indexed by namespace, plus indexers; the objects' managedFields
+// are dropped (DropManagedFields). clients is the Interface c came from:
+// the reflector streams its first list in a watch unless clients says it
+// cannot (a fake). Run it with RunWithContext.
 func Informer[T, L runtime.Object](clients Interface, c Client[T, L], example T, tweak func(*metav1.ListOptions), resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 	if tweak == nil {
 		tweak = func(*metav1.ListOptions) {}
@@ -299,6 +300,21 @@ func Informer[T, L runtime.Object](clients Interface, c Client[T, L], example T,
 	}
 	all := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 	maps.Copy(all, indexers)
-	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, clients), example,
+	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, clients), example,
 		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: all})
+	_ = inf.SetTransform(DropManagedFields) // an informer not started takes it
+	return inf
+}
+
+// DropManagedFields is the informers' transform: it drops an object's
+// managedFields, which the agent never reads (its status patches are
+// computed from the status alone), before the object is stored. They are
+// a third of a pod as the apiserver sends it (some 2 KB of field sets for
+// a pod created by kubectl and reported by its node), kept for every pod
+// of the node in the cache and in each copy made of it.
+func DropManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }

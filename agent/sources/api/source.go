@@ -51,6 +51,13 @@ type Source struct {
 	// seen is when each pod was first seen, for config.seen; guarded by
 	// mu, written by Run.
 	seen map[types.UID]string
+	// copies are the annotated copies of the last snapshot, by UID, which
+	// the next one sends again for a pod of the same resourceVersion
+	// (pods sent are read-only to their receivers, see sources.Update):
+	// a snapshot follows each change of any of the node's pods, so
+	// copying them all made a batch of n pods copy some n² of them.
+	// Guarded by mu, written by Run.
+	copies map[types.UID]*v1.Pod
 }
 
 // New returns a Source whose informer is set up but not started.
@@ -75,6 +82,7 @@ func New(cfg Config) (*Source, error) {
 		informer: informer,
 		changed:  make(chan struct{}, 1),
 		seen:     map[types.UID]string{},
+		copies:   map[types.UID]*v1.Pod{},
 	}
 	wake := func(any) { s.wake() }
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -151,18 +159,28 @@ func (s *Source) snapshot() (sources.Update, string) {
 			seen = now
 			s.seen[p.UID] = seen
 		}
-		p = p.DeepCopy()
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
+		if c := s.copies[p.UID]; c != nil && p.ResourceVersion != "" && c.ResourceVersion == p.ResourceVersion {
+			p = c // seen is kept as long as the pod is
+		} else {
+			p = p.DeepCopy()
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations[manifest.AnnotationConfigSource] = sources.API
+			p.Annotations[manifest.AnnotationConfigSeen] = seen
+			s.copies[p.UID] = p
 		}
-		p.Annotations[manifest.AnnotationConfigSource] = sources.API
-		p.Annotations[manifest.AnnotationConfigSeen] = seen
 		pods = append(pods, p)
 		keys = append(keys, string(p.UID)+"@"+p.ResourceVersion)
 	}
 	for uid := range s.seen {
 		if !live[uid] {
 			delete(s.seen, uid)
+		}
+	}
+	for uid := range s.copies {
+		if !live[uid] {
+			delete(s.copies, uid)
 		}
 	}
 	slices.SortFunc(pods, func(a, b *v1.Pod) int { return strings.Compare(string(a.UID), string(b.UID)) })

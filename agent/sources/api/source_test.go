@@ -26,7 +26,9 @@ func pod(name string, mutate func(*v1.Pod)) *v1.Pod {
 
 func TestSourceSnapshot(t *testing.T) {
 	client := fake.NewClientset(
-		pod("run", nil),
+		pod("run", func(p *v1.Pod) {
+			p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate}}
+		}),
 		pod("mirror", func(p *v1.Pod) { p.Annotations = map[string]string{manifest.AnnotationMirror: "h"} }),
 		pod("done", func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded }),
 	)
@@ -56,6 +58,13 @@ func TestSourceSnapshot(t *testing.T) {
 	if a := u.Pods[1].Annotations; a[manifest.AnnotationConfigSource] != sources.API || a[manifest.AnnotationConfigSeen] == "" {
 		t.Errorf("annotations = %v", a)
 	}
+	// The informer keeps no managedFields, nor do the copies sent.
+	if cached, ok := s.PodByUID("uid-run"); !ok {
+		t.Error("PodByUID does not find the pod")
+	} else if cached.ManagedFields != nil || u.Pods[1].ManagedFields != nil {
+		t.Errorf("managedFields kept: cached %v, sent %v", cached.ManagedFields, u.Pods[1].ManagedFields)
+	}
+	first := u
 	if _, ok := s.PodByUID("uid-mirror"); !ok {
 		t.Error("PodByUID does not find the mirror pod")
 	}
@@ -72,7 +81,27 @@ func TestSourceSnapshot(t *testing.T) {
 		t.Fatal("no second snapshot")
 	}
 	if len(u.Pods) != 3 {
-		t.Errorf("second snapshot has %d pods, want 3", len(u.Pods))
+		t.Fatalf("second snapshot has %d pods, want 3", len(u.Pods))
+	}
+	// The pods that did not change are the first snapshot's copies.
+	if u.Pods[0] != first.Pods[0] || u.Pods[2] != first.Pods[1] {
+		t.Errorf("the second snapshot copied the pods that did not change again")
+	}
+	// A pod changed (a new resourceVersion) is copied afresh.
+	changed := pod("run", func(p *v1.Pod) { p.ResourceVersion, p.Labels = "2", map[string]string{"a": "b"} })
+	if _, err := client.CoreV1().Pods("ns").Update(ctx, changed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case u = <-out:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no third snapshot")
+	}
+	if len(u.Pods) != 3 || u.Pods[2] == first.Pods[1] || u.Pods[2].Labels["a"] != "b" || u.Pods[2].Annotations[manifest.AnnotationConfigSeen] != first.Pods[1].Annotations[manifest.AnnotationConfigSeen] {
+		t.Errorf("after an update, the pod sent is %+v; want a new copy with the label and the first seen time", u.Pods[2].ObjectMeta)
+	}
+	if first.Pods[1].Labels["a"] != "" {
+		t.Errorf("the copy sent first changed: %v", first.Pods[1].Labels)
 	}
 	cancel()
 	<-done
