@@ -98,6 +98,7 @@ func describe(ops []PodUpdate) []string {
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func TestMergeTransitions(t *testing.T) {
+	samePod := pod("a")
 	tests := []struct {
 		name   string
 		before []sources.Update // merged first; their ops are not checked
@@ -110,6 +111,11 @@ func TestMergeTransitions(t *testing.T) {
 			name:   "identical set is no op",
 			before: []sources.Update{update("file", pod("a"))},
 			next:   update("file", pod("a")),
+		},
+		{
+			name:   "the same pod sent again is no op",
+			before: []sources.Update{update("file", samePod)},
+			next:   update("file", samePod),
 		},
 		{
 			name:   "only config.seen changed is no op",
