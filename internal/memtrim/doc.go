@@ -13,8 +13,10 @@
 // binary's read-only mappings, Linux 5.4 and later): pages that no other
 // process maps leave the page cache too, so the memory really comes back,
 // and what the agent still runs is read back on its next use. Writable
-// mappings (.data, .bss) and anonymous memory are never touched, and a
-// page another process maps stays where it is. Loop does it once start-up
+// mappings (.data, .bss) and anonymous memory are never touched. A page
+// another process maps stays in memory for it, but leaves this process's
+// page tables (MADV_DONTNEED): it costs this process nothing until it runs
+// that code again, when the page is mapped back from the page cache. Loop does it once start-up
 // is over and then now and then, so that RSS follows what the agent uses.
 //
 // Nothing enters the package but the clock; it leaves a log line per pass.

@@ -1,9 +1,16 @@
 package memtrim
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,6 +64,125 @@ func TestPageOutGivesBackTheBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("paged out %d KiB of mappings: RssFile %d -> %d KiB", res.Mapped>>10, res.RSSFileBefore>>10, res.RSSFileAfter>>10)
+}
+
+// TestPageOutUnmapsSharedPages runs a second process (this test binary)
+// that maps the binary and reads every page of it, so that each page of
+// this process's mappings is mapped by another process too and
+// MADV_PAGEOUT leaves it: PageOut still takes the pages out of this
+// process's mappings, and only what runs again comes back.
+func TestPageOutUnmapsSharedPages(t *testing.T) {
+	if os.Getenv(holdEnv) == "1" {
+		holdTheBinary()
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPageOutUnmapsSharedPages$")
+	cmd.Env = append(os.Environ(), holdEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = stdin.Close() // the holder exits
+		_ = cmd.Wait()
+	}()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "holding\n" {
+		t.Fatalf("the holder said %q, %v", line, err)
+	}
+	var exe unix.Stat_t
+	if err := unix.Stat("/proc/self/exe", &exe); err != nil {
+		t.Fatal(err)
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges, err := readOnlyMappings(maps, exe.Dev, exe.Ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every page of the binary's mappings resident here too, and shared.
+	for _, r := range ranges {
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, r.start, r.end-r.start, unix.MADV_POPULATE_READ); errno != 0 {
+			t.Skipf("madvise MADV_POPULATE_READ (Linux 5.14): %v", errno)
+		}
+	}
+	before := mappedRSS(t, ranges)
+	if _, err := PageOut(); errors.Is(err, unix.EINVAL) {
+		t.Skipf("this kernel has no MADV_PAGEOUT: %v", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	after := mappedRSS(t, ranges)
+	// What the test runs after PageOut is mapped back, in 64 KiB runs
+	// (fault-around).
+	if after*2 > before {
+		t.Errorf("the binary's read-only mappings had %d KiB resident before PageOut, %d after; want most of them unmapped, though another process maps every page", before>>10, after>>10)
+	}
+	t.Logf("pages shared with another process: the binary's mappings %d -> %d KiB resident", before>>10, after>>10)
+}
+
+// holdEnv makes the test binary holdTheBinary.
+const holdEnv = "MEMTRIM_TEST_HOLD"
+
+// holdTheBinary maps the running binary, reads every page of it, says
+// "holding" on stdout and keeps the mapping until stdin ends.
+func holdTheBinary() {
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		os.Exit(2)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		os.Exit(2)
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		os.Exit(2)
+	}
+	var sum byte
+	for i := 0; i < len(data); i += os.Getpagesize() {
+		sum += data[i]
+	}
+	fmt.Printf("holding\n")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	_ = sum
+	os.Exit(0)
+}
+
+// mappedRSS adds up the Rss of the mappings in /proc/self/smaps that
+// start where one of ranges starts.
+func mappedRSS(t *testing.T, ranges []addrRange) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	in := false
+	for line := range strings.Lines(string(b)) {
+		if lo, _, ok := strings.Cut(strings.Fields(line)[0], "-"); ok && !strings.HasSuffix(strings.Fields(line)[0], ":") {
+			start, err := strconv.ParseUint(lo, 16, 64)
+			in = err == nil && slices.ContainsFunc(ranges, func(r addrRange) bool { return r.start == uintptr(start) })
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "Rss:"); ok && in {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("smaps: %q: %v", line, err)
+			}
+			total += kb << 10
+		}
+	}
+	return total
 }
 
 // TestLoopPasses: the first pass comes After the start, the next ones
