@@ -110,12 +110,13 @@ func (a *agentProc) statsCost(image string, n, calls int, profile string) ([]sta
 	return out, nil
 }
 
-// statsProfiles writes two CPU profiles of the agent, each over 30s of
+// statsProfiles writes three CPU profiles of the agent, each over 30s of
 // fresh reads: prefix.summary-cadvisor.pprof while /stats/summary and
 // /metrics/cadvisor are called in turn without a pause (neither's
 // snapshot holds what the other needs, so each reads afresh), and
-// prefix.resource.pprof while /metrics/resource is called once past each
-// snapshot's age (the others' snapshots would serve it).
+// prefix.resource.pprof and prefix.cadvisor.pprof while /metrics/resource
+// or /metrics/cadvisor is called once past each snapshot's age (the
+// others' snapshots would serve /metrics/resource).
 func (a *agentProc) statsProfiles(prefix string) error {
 	const d = 30 * time.Second
 	for _, run := range []struct {
@@ -125,6 +126,9 @@ func (a *agentProc) statsProfiles(prefix string) error {
 	}{
 		{"summary-cadvisor", []string{"/stats/summary", "/metrics/cadvisor"}, 0},
 		{"resource", []string{"/metrics/resource"}, 1050 * time.Millisecond},
+		// As a scraper reads it: fresh, after a pause (what the timed
+		// calls measure), not in a hot loop.
+		{"cadvisor", []string{"/metrics/cadvisor"}, 1050 * time.Millisecond},
 	} {
 		done := make(chan struct{})
 		go func() {
