@@ -66,7 +66,7 @@ func main() {
 	probePods := flag.Int("probe-pods", 100, "running pods, each with an exec liveness and an httpGet readiness probe every 10s, while the agent's CPU time is measured for a minute (0 skips)")
 	statsPods := flag.Int("stats-pods", 100, "running pods (bridge network) while /stats/summary, /metrics/cadvisor and /metrics/resource are timed (0 skips)")
 	statsCalls := flag.Int("stats-calls", 10, "timed calls of each stats endpoint")
-	statsProfile := flag.String("stats-cpuprofile", "", "after the timed stats calls, write CPU profiles of the agent over 30s of fresh reads to PREFIX.summary-cadvisor.pprof (the two alternating, each read afresh) , PREFIX.resource.pprof and PREFIX.cadvisor.pprof (each read past the snapshot's age, as a scraper reads)")
+	statsProfile := flag.String("stats-cpuprofile", "", "after the timed stats calls, write CPU profiles of the agent over 30s of fresh reads to PREFIX.summary-cadvisor.pprof (the two alternating, each read afresh), PREFIX.resource.pprof and PREFIX.cadvisor.pprof (each read past the snapshot's age, as a scraper reads)")
 	evictions := flag.Int("evictions", 5, "BestEffort pods allocating memory fast past a memory.available threshold, timed from the threshold crossed to the pod killed, with memory notifications on (0 skips)")
 	evictionsPolling := flag.Int("evictions-polling", 2, "the same with memory notifications off: the 10s monitoring period alone (0 skips)")
 	standalone := flag.Bool("standalone", true, "run the standalone part (every figure above); false runs only the cluster part")
