@@ -53,6 +53,18 @@ func (tr *tracker) mark(m map[string]time.Time, name string, t time.Time) {
 	}
 }
 
+// markGoneUnless marks gone at t each pod whose delete call started and
+// that listed does not hold.
+func (tr *tracker) markGoneUnless(listed map[string]bool, t time.Time) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for name := range tr.deleted {
+		if _, ok := tr.gone[name]; !ok && !listed[name] {
+			tr.gone[name] = t
+		}
+	}
+}
+
 // count is how many pods m holds.
 func (tr *tracker) count(m map[string]time.Time) int {
 	tr.mu.Lock()
@@ -86,11 +98,17 @@ func (tr *tracker) watchPods(ctx context.Context, client kubernetes.Interface, n
 			continue
 		}
 		now := time.Now()
+		listed := make(map[string]bool, len(list.Items))
 		for i := range list.Items {
+			listed[list.Items[i].Name] = true
 			if list.Items[i].Status.Phase == v1.PodRunning {
 				tr.mark(tr.running, list.Items[i].Name, now)
 			}
 		}
+		// A pod deleted while no watch ran (the last one closed) is
+		// gone by this list: counted gone now, a little late, rather
+		// than never (which held a run for goneTimeout and failed it).
+		tr.markGoneUnless(listed, now)
 		w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: opts.LabelSelector, ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true})
 		if err != nil {
 			sleepCtx(ctx, time.Second)
