@@ -193,25 +193,31 @@ func (f *StatsFiles) CountProcs(p string, known []string) (n int, ok bool) {
 	if total == 0 {
 		return 0, true
 	}
+	// All the task counts first: when they do not add up, the caller's
+	// walk is the only one.
+	counts := make([]uint64, len(known))
 	var tasks uint64
-	for _, k := range known {
-		c, err := f.pidsCurrent(k)
-		if err != nil {
+	for i, k := range known {
+		if counts[i], err = f.pidsCurrent(k); err != nil {
 			return 0, false
 		}
-		tasks += c
-		if c <= 1 {
-			n += int(c)
+		tasks += counts[i]
+	}
+	if tasks != total {
+		return 0, false
+	}
+	r := newReader()
+	defer r.release()
+	for i, k := range known {
+		if counts[i] <= 1 {
+			n += int(counts[i])
 			continue
 		}
-		r := newReader()
-		_, found := r.cgroupProcsBelow(heldDirs{f}, k, func(int) bool { n++; return true })
-		r.release()
-		if !found {
+		if _, found := r.cgroupProcsBelow(heldDirs{f}, k, func(int) bool { n++; return true }); !found {
 			return 0, false
 		}
 	}
-	return n, tasks == total
+	return n, true
 }
 
 // pidsCurrent reads the cgroup's pids.current through its open file,
