@@ -476,14 +476,18 @@ func (p *Provider) rate(path string, usage uint64, now time.Time) *uint64 {
 // without one its containers'. The walk ends once it has what n needs.
 // The cgroups walked are added to seen. p.mu must be held.
 func (p *Provider) walkPod(ps *podSample, n need, seen map[string]bool) {
+	// The files kept open of a cgroup walked or counted are its
+	// directory's and its pids.current.
+	keep := func(path string, known []string) {
+		seen[path] = true
+		for _, k := range known {
+			seen[k] = true
+		}
+	}
 	walkProcs := p.cfg.Cgroups.WalkProcs
 	if p.cfg.Files != nil {
 		walkProcs = func(path string, known []string, each func(pid int) bool) {
-			// The files kept open of a cgroup walked are its directory's.
-			seen[path] = true
-			for _, k := range known {
-				seen[k] = true
-			}
+			keep(path, known)
 			p.cfg.Files.WalkProcs(path, known, each)
 		}
 	}
@@ -518,13 +522,10 @@ func (p *Provider) walkPod(ps *podSample, n need, seen map[string]bool) {
 				known = append(known, c.Cgroup)
 			}
 		}
-		if !wantNet && known != nil && p.cfg.Files != nil {
+		if !wantNet && p.cfg.Files != nil {
 			// Counting alone: from the task counts, where they tell.
 			if count, ok := p.cfg.Files.CountProcs(ps.pod.Cgroup, known); ok {
-				seen[ps.pod.Cgroup] = true
-				for _, k := range known {
-					seen[k] = true
-				}
+				keep(ps.pod.Cgroup, known)
 				ps.procs = count
 				return
 			}
