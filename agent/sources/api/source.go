@@ -48,15 +48,13 @@ type Source struct {
 	changed chan struct{}
 
 	mu sync.Mutex
-	// seen is when each pod was first seen, for config.seen; guarded by
-	// mu, written by Run.
-	seen map[types.UID]string
 	// copies are the annotated copies of the last snapshot, by UID, which
 	// the next one sends again for a pod of the same resourceVersion
 	// (pods sent are read-only to their receivers, see sources.Update):
 	// a snapshot follows each change of any of the node's pods, so
-	// copying them all made a batch of n pods copy some n² of them.
-	// Guarded by mu, written by Run.
+	// copying them all made a batch of n pods copy some n² of them. Their
+	// config.seen is when each pod was first seen, which a new copy
+	// keeps. Guarded by mu, written by Run.
 	copies map[types.UID]*v1.Pod
 }
 
@@ -81,7 +79,6 @@ func New(cfg Config) (*Source, error) {
 		cfg:      cfg,
 		informer: informer,
 		changed:  make(chan struct{}, 1),
-		seen:     map[types.UID]string{},
 		copies:   map[types.UID]*v1.Pod{},
 	}
 	wake := func(any) { s.wake() }
@@ -154,14 +151,14 @@ func (s *Source) snapshot() (sources.Update, string) {
 			continue
 		}
 		live[p.UID] = true
-		seen, ok := s.seen[p.UID]
-		if !ok {
-			seen = now
-			s.seen[p.UID] = seen
-		}
-		if c := s.copies[p.UID]; c != nil && p.ResourceVersion != "" && c.ResourceVersion == p.ResourceVersion {
-			p = c // seen is kept as long as the pod is
+		prev := s.copies[p.UID]
+		if prev != nil && p.ResourceVersion != "" && prev.ResourceVersion == p.ResourceVersion {
+			p = prev
 		} else {
+			seen := now
+			if prev != nil {
+				seen = prev.Annotations[manifest.AnnotationConfigSeen]
+			}
 			p = p.DeepCopy()
 			if p.Annotations == nil {
 				p.Annotations = map[string]string{}
@@ -172,11 +169,6 @@ func (s *Source) snapshot() (sources.Update, string) {
 		}
 		pods = append(pods, p)
 		keys = append(keys, string(p.UID)+"@"+p.ResourceVersion)
-	}
-	for uid := range s.seen {
-		if !live[uid] {
-			delete(s.seen, uid)
-		}
 	}
 	for uid := range s.copies {
 		if !live[uid] {
