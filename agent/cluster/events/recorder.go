@@ -30,9 +30,9 @@ type Recorder struct {
 // first out. client-go's default, 4096, is held for good: the records of
 // some 550 events took 1 MB of the agent's heap (make bench, node mode,
 // 110 pods), so some 7 MB once a few thousand pods have come and gone,
-// for events that happened once (Pulled, Created, Started). An event that repeats (BackOff,
-// Unhealthy) refreshes its records each time, so 256 keeps every pod's
-// repeating events on a node of 110 pods.
+// for events that happened once (Pulled, Created, Started). An event
+// that repeats (BackOff, Unhealthy) refreshes its records each time, so
+// 256 keeps every pod's repeating events on a node of 110 pods.
 const correlatorCacheSize = 256
 
 // New returns a Recorder of events from nodeName's agent, sent through
