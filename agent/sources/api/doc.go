@@ -7,8 +7,11 @@
 // informer has synced, and then one whenever the set of pods changes. Mirror
 // pods (annotation kubernetes.io/config.mirror) are left out: they only show
 // static pods, which other sources run. Pods in a terminal phase (Succeeded,
-// Failed) are left out too: the node has nothing more to run for them.
-// When the apiserver cannot be reached the informer keeps its cache, so no
+// Failed) are sent: as the kubelet does, the node keeps their last
+// containers and logs until they are deleted, and never starts them again.
+// The pods sent are the informer's own objects, annotated as they are
+// stored (config.source, config.seen) and read-only to every receiver, so
+// each pod is held once. When the apiserver cannot be reached the informer keeps its cache, so no
 // snapshot changes and nothing the node runs is touched; once it can be
 // reached again the informer relists and the next snapshot carries only
 // what really changed. Source also answers lookups of the pods it holds

@@ -48,14 +48,10 @@ type Source struct {
 	changed chan struct{}
 
 	mu sync.Mutex
-	// copies are the annotated copies of the last snapshot, by UID, which
-	// the next one sends again for a pod of the same resourceVersion
-	// (pods sent are read-only to their receivers, see sources.Update):
-	// a snapshot follows each change of any of the node's pods, so
-	// copying them all made a batch of n pods copy some n² of them. Their
-	// config.seen is when each pod was first seen, which a new copy
-	// keeps. Guarded by mu, written by Run.
-	copies map[types.UID]*v1.Pod
+	// seen is when each pod in the informer's cache was first seen (its
+	// config.seen), by UID: set by the transform, removed when the pod
+	// leaves the cache. Guarded by mu.
+	seen map[types.UID]string
 }
 
 // New returns a Source whose informer is set up but not started.
@@ -79,17 +75,59 @@ func New(cfg Config) (*Source, error) {
 		cfg:      cfg,
 		informer: informer,
 		changed:  make(chan struct{}, 1),
-		copies:   map[types.UID]*v1.Pod{},
+		seen:     map[types.UID]string{},
 	}
-	wake := func(any) { s.wake() }
+	if err := informer.SetTransform(s.annotate); err != nil {
+		return nil, fmt.Errorf("apiserver pod source: set transform: %w", err)
+	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    wake,
+		AddFunc:    func(any) { s.wake() },
 		UpdateFunc: func(_, _ any) { s.wake() },
-		DeleteFunc: wake,
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if p, ok := obj.(*v1.Pod); ok {
+				s.mu.Lock()
+				delete(s.seen, p.UID)
+				s.mu.Unlock()
+			}
+			s.wake()
+		},
 	}); err != nil {
 		return nil, fmt.Errorf("apiserver pod source: add event handler: %w", err)
 	}
 	return s, nil
+}
+
+// annotate is the informer's transform, applied to each pod the informer
+// decodes before it is stored: managedFields are dropped
+// (kubeclient.DropManagedFields) and a pod the node runs (not a mirror
+// pod) gets the annotations every source sets, config.source "api" and
+// config.seen, the time it was first seen, kept across its updates. The
+// cache's pods are then the pods sent, read-only to their receivers (see
+// sources.Update), so each pod is held once: a copy annotated at each
+// snapshot was a second copy of every pod, and the batch's snapshots
+// copied some n² of them.
+func (s *Source) annotate(obj any) (any, error) {
+	obj, err := kubeclient.DropManagedFields(obj)
+	p, ok := obj.(*v1.Pod)
+	if err != nil || !ok || isMirror(p) {
+		return obj, err
+	}
+	s.mu.Lock()
+	seen, ok := s.seen[p.UID]
+	if !ok {
+		seen = s.cfg.Clock.Now().UTC().Format(time.RFC3339Nano)
+		s.seen[p.UID] = seen
+	}
+	s.mu.Unlock()
+	if p.Annotations == nil {
+		p.Annotations = make(map[string]string, 2)
+	}
+	p.Annotations[manifest.AnnotationConfigSource] = sources.API
+	p.Annotations[manifest.AnnotationConfigSeen] = seen
+	return p, nil
 }
 
 func (s *Source) wake() {
@@ -136,13 +174,10 @@ func (s *Source) Run(ctx context.Context, out chan<- sources.Update) {
 // HasSynced reports whether the informer has listed the node's pods once.
 func (s *Source) HasSynced() bool { return s.informer.HasSynced() }
 
-// snapshot returns the pods the node must run and a key of their content.
+// snapshot returns the pods the node must run, the informer's own
+// (annotated by annotate), and a key of their content.
 func (s *Source) snapshot() (sources.Update, string) {
 	objs := s.informer.GetStore().List()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.cfg.Clock.Now().UTC().Format(time.RFC3339Nano)
-	live := map[types.UID]bool{}
 	pods := make([]*v1.Pod, 0, len(objs))
 	keys := make([]string, 0, len(objs))
 	for _, o := range objs {
@@ -150,30 +185,8 @@ func (s *Source) snapshot() (sources.Update, string) {
 		if !ok || isMirror(p) {
 			continue
 		}
-		live[p.UID] = true
-		prev := s.copies[p.UID]
-		if prev != nil && p.ResourceVersion != "" && prev.ResourceVersion == p.ResourceVersion {
-			p = prev
-		} else {
-			seen := now
-			if prev != nil {
-				seen = prev.Annotations[manifest.AnnotationConfigSeen]
-			}
-			p = p.DeepCopy()
-			if p.Annotations == nil {
-				p.Annotations = map[string]string{}
-			}
-			p.Annotations[manifest.AnnotationConfigSource] = sources.API
-			p.Annotations[manifest.AnnotationConfigSeen] = seen
-			s.copies[p.UID] = p
-		}
 		pods = append(pods, p)
 		keys = append(keys, string(p.UID)+"@"+p.ResourceVersion)
-	}
-	for uid := range s.copies {
-		if !live[uid] {
-			delete(s.copies, uid)
-		}
 	}
 	slices.SortFunc(pods, func(a, b *v1.Pod) int { return strings.Compare(string(a.UID), string(b.UID)) })
 	slices.Sort(keys)
