@@ -442,7 +442,9 @@ func (a *agentProc) drain(ctx context.Context, rt *ctrdtest.Containerd) error {
 }
 
 // rawStart makes the pod cgroup and the CRI calls that start a
-// one-container pod, times them, then removes the pod (untimed).
+// one-container pod, times them, then removes the pod (untimed). The
+// sandbox asks for the runtime's default seccomp profile, as every
+// sandbox of the kubelet and of minikubelet does (see newRawPod).
 func rawStart(ctx context.Context, rt *ctrdtest.Containerd, image, base string, i int) (time.Duration, error) {
 	p, err := newRawPod(base, "raw-"+strconv.Itoa(i), fmt.Sprintf("bench-raw-%d-%d", os.Getpid(), i), runtimeapi.NamespaceMode_POD)
 	if err != nil {

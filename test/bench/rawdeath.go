@@ -35,6 +35,11 @@ func newRawPod(base, name, uid string, network runtimeapi.NamespaceMode) (*rawPo
 		Labels:       map[string]string{"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": uid},
 		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			NamespaceOptions: &runtimeapi.NamespaceOption{Network: network, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD},
+			// Every sandbox the kubelet (and minikubelet) makes runs pause
+			// under the runtime's default seccomp profile; runc compiling
+			// it is part of any pod's start (16 ms of the median here, 12
+			// runs with and without).
+			Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 		}},
 	}
 	if network != runtimeapi.NamespaceMode_NODE {
