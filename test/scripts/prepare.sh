@@ -265,10 +265,21 @@ static_binary() {
 	(cd "$REPO" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false "$GO" build -trimpath -ldflags='-s -w' -o "$1" "$2")
 }
 
+# pause_binary writes the bed's pause binary $1: on amd64 the one-thread
+# executable test/images/pause makes, elsewhere the Go process of
+# test/images/pause/portable (the Go runtime's threads and all).
+pause_binary() {
+	if [[ "$("$GO" env GOARCH)" == amd64 ]]; then
+		(cd "$REPO" && GOFLAGS=-buildvcs=false "$GO" run ./test/images/pause -o "$1")
+	else
+		static_binary "$1" ./test/images/pause/portable
+	fi
+}
+
 # image_pause, image_probeserver and image_busybox write one tarball each,
 # using the scratch dir $1 (which holds mkimage).
 image_pause() {
-	static_binary "$1/pause" ./test/images/pause
+	pause_binary "$1/pause"
 	"$1/mkimage" -ref "$PAUSE_REF" -o "$IMAGES_DIR/pause.tar" \
 		-file "/pause=$1/pause:0755" -entrypoint /pause
 }
