@@ -11,10 +11,10 @@
 // containers and logs until they are deleted, and never starts them again.
 // The pods sent are the informer's own objects, annotated as they are
 // stored (config.source, config.seen) and read-only to every receiver, so
-// each pod is held once. When the apiserver cannot be reached the informer keeps its cache, so no
-// snapshot changes and nothing the node runs is touched; once it can be
-// reached again the informer relists and the next snapshot carries only
-// what really changed. Source also answers lookups of the pods it holds
+// each pod is held once. When the apiserver cannot be reached the informer
+// keeps its cache, so no snapshot changes and nothing the node runs is
+// touched; once it can be reached again the informer relists and the next
+// snapshot carries only what really changed. Source also answers lookups of the pods it holds
 // (PodByUID, PodByName, MirrorPods, Pods) from the informer's cache, for
 // node mode's status syncer and mirror pod manager (agent/cluster/...).
 package api
