@@ -49,15 +49,21 @@ type View struct {
 func New(cfg Config) *View { return &View{cfg: cfg} }
 
 // PodsWithStatus returns the node's pods with their current status, for
-// /pods: a pod without one yet is Pending. The pods are copies the caller
-// may keep.
+// /pods: a pod without one yet is Pending. Each pod is a shallow copy the
+// caller may keep: its own fields (the status among them) are the
+// caller's, but the maps, slices and pointers in them are the pod
+// manager's and the status manager's, which never change them (they
+// replace them), and must not be modified. Deep copies of every pod and
+// status were most of the cost of a /pods poll.
 func (v *View) PodsWithStatus() []*v1.Pod {
 	pods := v.cfg.Pods.List()
 	out := make([]*v1.Pod, 0, len(pods))
-	for _, p := range pods {
-		cp := p.DeepCopy()
+	copies := make([]v1.Pod, len(pods))
+	for i, p := range pods {
+		cp := &copies[i]
+		*cp = *p
 		if st, ok := v.cfg.Statuses.Get(p.UID); ok {
-			cp.Status = *st.DeepCopy()
+			cp.Status = st
 		}
 		if cp.Status.Phase == "" {
 			cp.Status.Phase = v1.PodPending

@@ -170,3 +170,28 @@ func TestContainerLogEphemeral(t *testing.T) {
 		t.Errorf("ContainerLog: %+v %v, want /logs/debug/0.log, running", lf, err)
 	}
 }
+
+// BenchmarkPodsWithStatus is what /pods asks of the view at 110 pods, each
+// with a running container's status.
+func BenchmarkPodsWithStatus(b *testing.B) {
+	var pods fakePods
+	statuses := fakeStatuses{}
+	now := metav1.Now()
+	for i := range 110 {
+		p := pod("default", "web-"+strings.Repeat("x", i%7)+string(rune('a'+i%26)))
+		p.UID = types.UID("uid-" + p.Name + "-" + string(rune('A'+i%26)))
+		p.Annotations = map[string]string{"kubernetes.io/config.source": "file", "kubernetes.io/config.hash": "abc"}
+		pods = append(pods, p)
+		statuses[p.UID] = v1.PodStatus{Phase: v1.PodRunning, StartTime: &now,
+			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}, {Type: v1.ContainersReady, Status: v1.ConditionTrue}},
+			ContainerStatuses: []v1.ContainerStatus{{Name: "app", Ready: true, ContainerID: "containerd://0123",
+				State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: now}}}}}
+	}
+	v := New(Config{Pods: pods, Statuses: statuses, Runtime: fakeRuntime{}})
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := v.PodsWithStatus(); len(got) != len(pods) {
+			b.Fatalf("%d pods, want %d", len(got), len(pods))
+		}
+	}
+}
