@@ -27,7 +27,8 @@ import (
 // fakeEventRuntime is a FakeRuntimeService with a scriptable
 // GetContainerEvents. It counts relists (ListPodSandbox without a filter)
 // and notes any overlap of Lister calls: Evented must make them all from
-// Run's goroutine, one at a time.
+// Run's goroutine, one at a time, but for the two list calls of one pod's
+// status read, which kubecontainer.RefreshPodStatus makes together.
 type fakeEventRuntime struct {
 	*critest.FakeRuntimeService
 	clock *testingclock.FakeClock
@@ -40,7 +41,10 @@ type fakeEventRuntime struct {
 	relists int
 	listErr error
 
-	inFlight atomic.Int32
+	// inFlight counts the Lister calls in flight by kind (see enter).
+	// Guarded by flightMu.
+	flightMu sync.Mutex
+	inFlight map[string]int
 	overlap  atomic.Bool
 }
 
@@ -117,15 +121,36 @@ func (f *fakeEventRuntime) GetContainerEvents(ctx context.Context, ch chan *runt
 	}
 }
 
-func (f *fakeEventRuntime) enter() func() {
-	if f.inFlight.Add(1) > 1 {
-		f.overlap.Store(true)
+// enter notes a Lister call of kind until the func it returns is called.
+// A call overlaps when it starts while another is in flight, unless the
+// two are a pod's filtered ListPodSandbox and ListContainers, made
+// together by one status read.
+func (f *fakeEventRuntime) enter(kind string) func() {
+	f.flightMu.Lock()
+	defer f.flightMu.Unlock()
+	if f.inFlight == nil {
+		f.inFlight = map[string]int{}
 	}
-	return func() { f.inFlight.Add(-1) }
+	for k, n := range f.inFlight {
+		together := k != kind && (k == "podSandboxes" || k == "podContainers") && (kind == "podSandboxes" || kind == "podContainers")
+		if n > 0 && !together {
+			f.overlap.Store(true)
+		}
+	}
+	f.inFlight[kind]++
+	return func() {
+		f.flightMu.Lock()
+		defer f.flightMu.Unlock()
+		f.inFlight[kind]--
+	}
 }
 
 func (f *fakeEventRuntime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
-	defer f.enter()()
+	kind := "podSandboxes"
+	if filter == nil {
+		kind = "relistSandboxes"
+	}
+	defer f.enter(kind)()
 	if filter == nil {
 		f.mu.Lock()
 		f.relists++
@@ -139,17 +164,21 @@ func (f *fakeEventRuntime) ListPodSandbox(ctx context.Context, filter *runtimeap
 }
 
 func (f *fakeEventRuntime) PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
-	defer f.enter()()
+	defer f.enter("sandboxStatus")()
 	return f.FakeRuntimeService.PodSandboxStatus(ctx, id, verbose)
 }
 
 func (f *fakeEventRuntime) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
-	defer f.enter()()
+	kind := "podContainers"
+	if filter == nil {
+		kind = "relistContainers"
+	}
+	defer f.enter(kind)()
 	return f.FakeRuntimeService.ListContainers(ctx, filter)
 }
 
 func (f *fakeEventRuntime) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
-	defer f.enter()()
+	defer f.enter("containerStatus")()
 	return f.FakeRuntimeService.ContainerStatus(ctx, id, verbose)
 }
 
