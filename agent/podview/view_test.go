@@ -2,6 +2,7 @@ package podview
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -178,8 +179,7 @@ func BenchmarkPodsWithStatus(b *testing.B) {
 	statuses := fakeStatuses{}
 	now := metav1.Now()
 	for i := range 110 {
-		p := pod("default", "web-"+strings.Repeat("x", i%7)+string(rune('a'+i%26)))
-		p.UID = types.UID("uid-" + p.Name + "-" + string(rune('A'+i%26)))
+		p := pod("default", "web-"+strconv.Itoa(i))
 		p.Annotations = map[string]string{"kubernetes.io/config.source": "file", "kubernetes.io/config.hash": "abc"}
 		pods = append(pods, p)
 		statuses[p.UID] = v1.PodStatus{Phase: v1.PodRunning, StartTime: &now,

@@ -14,7 +14,8 @@
 // each pod is held once. When the apiserver cannot be reached the informer
 // keeps its cache, so no snapshot changes and nothing the node runs is
 // touched; once it can be reached again the informer relists and the next
-// snapshot carries only what really changed. Source also answers lookups of the pods it holds
-// (PodByUID, PodByName, MirrorPods, Pods) from the informer's cache, for
-// node mode's status syncer and mirror pod manager (agent/cluster/...).
+// snapshot carries only what really changed. Source also answers lookups
+// of the pods it holds (PodByUID, PodByName, MirrorPods, Pods) from the
+// informer's cache, for node mode's status syncer and mirror pod manager
+// (agent/cluster/...).
 package api
