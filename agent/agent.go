@@ -47,11 +47,17 @@ const (
 const cleanupTimeout = 5 * time.Second
 
 // The binary's pages start-up touched are given back (internal/memtrim)
-// trimAfter the start, then every trimEvery, so that the agent's RSS
-// follows the code it runs rather than the code it ran once.
+// trimAfter the start, then every trimEvery, and trimQuiet after the
+// containers last started or ended (PLEG events), at most once every
+// trimGap, so that the agent's RSS follows the code it runs rather than
+// the code it ran once: a batch of pod starts leaves some 4 MiB of the
+// binary resident that the running pods do not use (make bench, node
+// mode, 110 pods).
 const (
 	trimAfter = time.Minute
 	trimEvery = 10 * time.Minute
+	trimQuiet = 30 * time.Second
+	trimGap   = time.Minute
 )
 
 // Agent is a minikubelet. New builds it; Run runs it. No field changes
@@ -165,6 +171,7 @@ func New(cfg config.Config, deps Deps) (*Agent, error) {
 			cluster:        node,
 			health:         h,
 			firstSyncs:     firstSyncs,
+			activity:       memtrim.NewActivity(),
 		},
 		sources: srcs,
 		endpoints: server.Config{
@@ -329,7 +336,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	})
 	goRun(a.notify.Run)
-	goRun(memtrim.Loop{Clock: a.clock, After: trimAfter, Every: trimEvery}.Run)
+	goRun(memtrim.Loop{Clock: a.clock, After: trimAfter, Every: trimEvery, Activity: a.activity, Quiet: trimQuiet, MinGap: trimGap}.Run)
 
 	// Sources start before the runtime is reached, so that manifest errors
 	// are reported even while the runtime is down; their updates wait in

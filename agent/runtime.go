@@ -39,6 +39,7 @@ import (
 	"github.com/minikubelet/minikubelet/internal/crilog"
 	"github.com/minikubelet/minikubelet/internal/dns"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/memtrim"
 	"github.com/minikubelet/minikubelet/internal/metrics"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
@@ -85,6 +86,8 @@ type baseParts struct {
 	cluster    *cluster.Cluster
 	health     *health
 	firstSyncs *notify.FirstSyncs
+	// activity tells the memtrim loop that containers started or ended.
+	activity *memtrim.Activity
 }
 
 // newRuntimeParts builds the parts that need the runtime, in dependency
@@ -319,6 +322,7 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 			admission:    admit,
 			events:       podEvents(b),
 			rejected:     func(reason string) { b.metrics.AdmissionRejections.WithLabelValues(reason).Inc() },
+			activity:     b.activity,
 		},
 		runners: runners,
 	}, nil

@@ -19,6 +19,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/shutdown"
 	"github.com/minikubelet/minikubelet/agent/status"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
+	"github.com/minikubelet/minikubelet/internal/memtrim"
 	"github.com/minikubelet/minikubelet/pleg"
 	"github.com/minikubelet/minikubelet/podworkers"
 )
@@ -65,6 +66,8 @@ type syncLoop struct {
 	admission admission.Chain
 	events    eventRecorder
 	rejected  func(reason string)
+	// activity is noted at each PLEG event (nil notes nothing).
+	activity *memtrim.Activity
 }
 
 // podStatuses is what the syncLoop needs of the status manager.
@@ -194,6 +197,7 @@ func (l *syncLoop) handlePodUpdate(ctx context.Context, logger klog.Logger, u po
 // the sources do not know are left to the worker that is terminating them,
 // if any.
 func (l *syncLoop) handlePLEGEvent(ctx context.Context, logger klog.Logger, e *pleg.Event) {
+	l.activity.Note()
 	pod := l.pods.Get(e.ID)
 	if !l.mayStart(pod) {
 		// Wake only a worker that exists, never start one (that would

@@ -17,7 +17,8 @@
 // another process maps stays in memory for it, but leaves this process's
 // page tables (MADV_DONTNEED): it costs this process nothing until it runs
 // that code again, when the page is mapped back from the page cache. Loop does it once start-up
-// is over and then now and then, so that RSS follows what the agent uses.
+// is over, then now and then, and once things are quiet after the agent
+// has been busy (Activity), so that RSS follows what the agent uses.
 //
 // Nothing enters the package but the clock; it leaves a log line per pass.
 package memtrim

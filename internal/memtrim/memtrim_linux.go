@@ -122,7 +122,41 @@ func rssFile() (int64, error) {
 	return 0, errors.New("no RssFile in /proc/self/status")
 }
 
+// Activity tells a Loop that the agent has just done work its steady state
+// does not (containers started or ended). Safe for concurrent use; a nil
+// *Activity notes nothing.
+type Activity struct{ c chan struct{} }
+
+// NewActivity returns an Activity for one Loop.
+func NewActivity() *Activity { return &Activity{c: make(chan struct{}, 1)} }
+
+// Note records activity now. It never blocks.
+func (a *Activity) Note() {
+	if a == nil {
+		return
+	}
+	select {
+	case a.c <- struct{}{}:
+	default: // one pending is enough: the Loop reads the time when it takes it
+	}
+}
+
+func (a *Activity) notes() <-chan struct{} {
+	if a == nil {
+		return nil
+	}
+	return a.c
+}
+
 // Loop runs PageOut After start and then Every; zero Every runs it once.
+// With Activity, it also runs a pass once Quiet has gone by without any
+// after activity, but never sooner than MinGap after the last pass: a
+// burst of pod starts touches code (image pulls, sandbox and container
+// creation, volume set-up, status patches) that the pods running then do
+// not, and would keep those pages until the next periodic pass. The gap
+// bounds what a churning node pays, for every pass is followed by the
+// page faults (and, for pages nobody else maps, the disk reads) of what
+// the agent still runs.
 type Loop struct {
 	Clock clock.Clock
 	// After is how long after Run starts the first pass runs: once the
@@ -131,40 +165,79 @@ type Loop struct {
 	After time.Duration
 	// Every is the period of the later passes.
 	Every time.Duration
-	// pageOut is PageOut; tests replace it.
+	// Activity, Quiet and MinGap: see Loop. No pass is moved before the
+	// first one.
+	Activity      *Activity
+	Quiet, MinGap time.Duration
+	// pageOut is PageOut; tests replace it, and set waiting, which is
+	// told when the loop next passes each time it starts to wait.
 	pageOut func() (Result, error)
+	waiting func(due time.Time)
 }
 
 // Run pages out until ctx is done. A kernel without MADV_PAGEOUT ends it
 // after one log line.
 func (l Loop) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	wait := l.After
+	pageOut := l.pageOut
+	if pageOut == nil {
+		pageOut = PageOut
+	}
+	notes := l.Activity.notes()
+	// periodic is when the next periodic pass is due (zero for none),
+	// last when the last pass ran (zero before the first), active when
+	// the latest activity since then was noted (zero for none).
+	periodic := l.Clock.Now().Add(l.After)
+	var last, active time.Time
 	for {
-		t := l.Clock.NewTimer(wait)
+		due, why := periodic, "periodic"
+		if !last.IsZero() && !active.IsZero() {
+			at := active.Add(l.Quiet)
+			if gap := last.Add(l.MinGap); gap.After(at) {
+				at = gap
+			}
+			if due.IsZero() || at.Before(due) {
+				due, why = at, "quiet after activity"
+			}
+		}
+		if l.waiting != nil {
+			l.waiting(due)
+		}
+		var fire <-chan time.Time
+		var t clock.Timer
+		if !due.IsZero() {
+			t = l.Clock.NewTimer(due.Sub(l.Clock.Now()))
+			fire = t.C()
+		}
 		select {
 		case <-ctx.Done():
-			t.Stop()
+			if t != nil {
+				t.Stop()
+			}
 			return
-		case <-t.C():
-		}
-		pageOut := l.pageOut
-		if pageOut == nil {
-			pageOut = PageOut
+		case <-notes:
+			if t != nil {
+				t.Stop()
+			}
+			active = l.Clock.Now()
+			continue
+		case <-fire:
 		}
 		res, err := pageOut()
 		if err != nil {
-			logger.V(2).Info("Could not give back the binary's start-up pages; RSS keeps them until memory runs short", "err", err)
+			logger.V(2).Info("Could not give back the binary's resident pages; RSS keeps them until memory runs short", "err", err)
 			if errors.Is(err, unix.EINVAL) {
 				return
 			}
 		} else {
 			logger.V(2).Info("Gave back the binary's resident pages; what the agent still uses is read back on its next use",
-				"mappedBytes", res.Mapped, "rssFileBefore", res.RSSFileBefore, "rssFileAfter", res.RSSFileAfter)
+				"pass", why, "mappedBytes", res.Mapped, "rssFileBefore", res.RSSFileBefore, "rssFileAfter", res.RSSFileAfter)
 		}
-		if l.Every <= 0 {
+		last, active, periodic = l.Clock.Now(), time.Time{}, time.Time{}
+		if l.Every > 0 {
+			periodic = last.Add(l.Every)
+		} else if notes == nil {
 			return
 		}
-		wait = l.Every
 	}
 }

@@ -226,3 +226,78 @@ func TestLoopPasses(t *testing.T) {
 		t.Fatal("the loop went on after EINVAL")
 	}
 }
+
+// TestLoopPassesAfterActivity: activity moves a pass to Quiet after it
+// (after the latest, when it goes on), never sooner than MinGap after the
+// last pass nor before the first; the periodic passes count from the
+// last pass; without Every, only activity makes passes.
+func TestLoopPassesAfterActivity(t *testing.T) {
+	for _, every := range []time.Duration{10 * time.Minute, 0} {
+		t.Run(fmt.Sprintf("every %v", every), func(t *testing.T) {
+			t0 := time.Now()
+			clk := clocktesting.NewFakeClock(t0)
+			passes := make(chan time.Duration, 10) // written by the loop, read here
+			dues := make(chan time.Time, 10)       // likewise
+			act := NewActivity()
+			l := Loop{Clock: clk, After: time.Minute, Every: every, Activity: act, Quiet: 30 * time.Second, MinGap: time.Minute,
+				pageOut: func() (Result, error) { passes <- clk.Since(t0); return Result{Mapped: 1}, nil },
+				waiting: func(due time.Time) { dues <- due }}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan struct{})
+			go func() { l.Run(ctx); close(done) }()
+			defer func() { cancel(); <-done }()
+			// next checks when the loop, once waiting, will pass, and
+			// waits for its timer.
+			next := func(want time.Duration, never bool) {
+				t.Helper()
+				due := <-dues
+				if never != due.IsZero() || !never && due.Sub(t0) != want {
+					t.Fatalf("at %v the loop waits until %v, want %v (never %v)", clk.Since(t0), due.Sub(t0), want, never)
+				}
+				if !never {
+					polltest.Until(t, 10*time.Second, "the loop's timer", func() (bool, string) { return clk.HasWaiters(), "" })
+				}
+			}
+			at := func(d time.Duration) { clk.SetTime(t0.Add(d)) }
+			pass := func(want time.Duration) {
+				t.Helper()
+				if got := <-passes; got != want {
+					t.Fatalf("a pass at %v, want %v", got, want)
+				}
+			}
+
+			next(time.Minute, false)
+			at(10 * time.Second)
+			act.Note() // start-up's activity does not move the first pass
+			next(time.Minute, false)
+			at(time.Minute)
+			pass(time.Minute)
+			if every > 0 {
+				next(time.Minute+every, false)
+			} else {
+				next(0, true)
+			}
+			at(70 * time.Second)
+			act.Note()
+			next(2*time.Minute, false) // MinGap after the last pass
+			at(110 * time.Second)
+			act.Note()
+			next(140*time.Second, false) // Quiet after the latest
+			at(140 * time.Second)
+			pass(140 * time.Second)
+			if every > 0 {
+				next(140*time.Second+every, false)
+				at(140*time.Second + every)
+				pass(140*time.Second + every)
+			} else {
+				next(0, true)
+			}
+			select {
+			case got := <-passes:
+				t.Fatalf("an extra pass at %v", got)
+			default:
+			}
+		})
+	}
+}

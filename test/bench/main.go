@@ -85,6 +85,7 @@ func main() {
 	steadyFor := flag.Duration("cluster-steady-for", 5*time.Minute, "how long the node's requests per minute are counted at steady state, per round")
 	seqPods := flag.Int("cluster-seq-pods", 20, "pods created one at a time (each waited for Running, deleted and waited for gone)")
 	batchPods := flag.Int("cluster-batch-pods", 50, "pods created at once, per round")
+	batchSettle := flag.Duration("cluster-batch-settle", time.Minute, "how long a batch runs, once all Running, before the agent's settled RSS is read (0: not read)")
 	clusterTrace := flag.Bool("cluster-trace", false, "print when each pod of the node part was seen created and Running, to read beside the agents' logs (-cluster-logs)")
 	replot := flag.String("replot", "", "only draw the plot (-plot) of this report JSON, written by an earlier run")
 	flag.Parse()
@@ -100,7 +101,7 @@ func main() {
 		batches: counts(*batches), graceKills: *graceKills, jsonOut: *jsonOut, plotOut: *plotOut, evictions: *evictions, evictionsPolling: *evictionsPolling}
 	copts := clusterOptions{binsPath: *binsPath, execRuns: *execRuns, transferMiB: *transferMiB, pfRuns: *pfRuns, streams: *streams, rounds: *rounds,
 		profileDir: *clusterProfiles, keepLogs: *clusterLogs, streaming: *clusterStreaming, nodeOn: *clusterNode,
-		node: nodeOptions{steadyPods: *steadyPods, steadyFor: *steadyFor, seqPods: *seqPods, batchPods: *batchPods, trace: *clusterTrace}}
+		node: nodeOptions{steadyPods: *steadyPods, steadyFor: *steadyFor, seqPods: *seqPods, batchPods: *batchPods, batchSettle: *batchSettle, trace: *clusterTrace}}
 	if err := benchAll(*bedPath, *bin, *runtimeName, *standalone, *clusterOn, opts, copts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

@@ -53,6 +53,9 @@ type nodeOptions struct {
 	steadyFor  time.Duration
 	// seqPods are created one at a time; batchPods at once.
 	seqPods, batchPods int
+	// batchSettle is how long the batch runs, once all Running, before
+	// the agent's settled RSS is read (0: not read).
+	batchSettle time.Duration
 	// trace prints when each pod was seen created and Running (UTC, as
 	// the components' logs), to read beside the agents' logs.
 	trace bool
@@ -127,11 +130,17 @@ type nodeFigures struct {
 	// Running (the steady pods and the batch's).
 	BatchRSSMiB  float64 `json:"batchRunningRSSMiB"`
 	BatchAnonMiB float64 `json:"batchRunningAnonMiB"`
+	// SettledRSSMiB and SettledAnonMiB are the same batchSettle later,
+	// the node quiet with every pod running (0 when not measured).
+	SettledRSSMiB  float64 `json:"batchSettledRSSMiB"`
+	SettledAnonMiB float64 `json:"batchSettledAnonMiB"`
+	SettleSeconds  float64 `json:"batchSettleSeconds"`
 
 	// The rounds' samples, summed up by finish.
 	seq, seqGone, batch, batchEnd  []time.Duration
 	steady, seqReq, batchReq       requestWindow
 	rss, anon, batchRSS, batchAnon []float64
+	settledRSS, settledAnon        []float64
 }
 
 // requestWindow is the node's requests over windows of time, summed,
@@ -228,6 +237,7 @@ func (f *nodeFigures) finish() {
 	}
 	f.SteadyRSSMiB, f.SteadyAnonMiB = medianFloat(f.rss), medianFloat(f.anon)
 	f.BatchRSSMiB, f.BatchAnonMiB = medianFloat(f.batchRSS), medianFloat(f.batchAnon)
+	f.SettledRSSMiB, f.SettledAnonMiB = medianFloat(f.settledRSS), medianFloat(f.settledAnon)
 }
 
 // cpuPerMinute is the agent's CPU time per minute over the window, in ms.
@@ -319,6 +329,10 @@ func (nr *nodeReport) print() {
 		nr.SteadyPods, m.SteadyRSSMiB, m.SteadyAnonMiB, k.SteadyRSSMiB, k.SteadyAnonMiB, ratio(m.SteadyRSSMiB, k.SteadyRSSMiB))
 	fmt.Printf("  agent RSS with %d pods running (a batch all Running): minikubelet %.1f MiB (anonymous %.1f), kubelet %.1f MiB (anonymous %.1f); ratio %.2fx (target 0.33x)\n",
 		nr.SteadyPods+nr.BatchPods, m.BatchRSSMiB, m.BatchAnonMiB, k.BatchRSSMiB, k.BatchAnonMiB, ratio(m.BatchRSSMiB, k.BatchRSSMiB))
+	if m.SettledRSSMiB > 0 {
+		fmt.Printf("  agent RSS with %d pods running (%.0f s after the batch all ran): minikubelet %.1f MiB (anonymous %.1f), kubelet %.1f MiB (anonymous %.1f); ratio %.2fx (target 0.33x)\n",
+			nr.SteadyPods+nr.BatchPods, m.SettleSeconds, m.SettledRSSMiB, m.SettledAnonMiB, k.SettledRSSMiB, k.SettledAnonMiB, ratio(m.SettledRSSMiB, k.SettledRSSMiB))
+	}
 	fmt.Printf("  load averages (1 min) at the end of each window: minikubelet %v, kubelet %v\n", m.LoadAverages, k.LoadAverages)
 	fmt.Printf("node mode: the node's apiserver requests (audit log of system:node:<name>), per pod lifecycle (create, Running, delete, gone; minus the idle rate) and per minute with %d pods running (%.1f min a round)\n", nr.SteadyPods, nr.SteadyMinutes)
 	fmt.Printf("  %-44s %12s %12s %8s\n", "", "minikubelet", "kubelet", "ratio")
@@ -429,10 +443,13 @@ func nodeBench(ctx context.Context, c *cluster.Cluster, client kubernetes.Interf
 	if o.profile != nil {
 		go o.profile(ctx, "profile?seconds=20", "batch.cpu.pprof")
 	}
+	// The batch's requests and CPU are those of two windows, its start and
+	// its removal; what the node does with it all running between them is
+	// steady state, where its settled RSS is read.
+	names := make([]string, o.batchPods)
+	errs := make([]error, o.batchPods)
+	var wg sync.WaitGroup
 	w, err = window(c, func() (int, error) {
-		names := make([]string, o.batchPods)
-		errs := make([]error, o.batchPods)
-		var wg sync.WaitGroup
 		for i := range names {
 			names[i] = fmt.Sprintf("batch-%d", i)
 			wg.Add(1)
@@ -470,6 +487,24 @@ func nodeBench(ctx context.Context, c *cluster.Cluster, client kubernetes.Interf
 			o.profile(ctx, "heap", "batch.heap.pprof")
 			o.profile(ctx, "heap?debug=1", "batch.heap.txt")
 		}
+		time.Sleep(tail)
+		return 0, nil
+	})
+	if err != nil {
+		return err
+	}
+	f.batchReq.add(w)
+	last.batchReq.add(w)
+	if o.batchSettle > 0 {
+		time.Sleep(o.batchSettle)
+		rss, anon, err := settledRSS(c.AgentPID())
+		if err != nil {
+			return err
+		}
+		f.settledRSS, f.settledAnon = append(f.settledRSS, float64(rss)/(1<<20)), append(f.settledAnon, float64(anon)/(1<<20))
+		f.SettleSeconds = o.batchSettle.Seconds()
+	}
+	w, err = window(c, func() (int, error) {
 		for i, name := range names {
 			wg.Add(1)
 			go func() {
