@@ -267,13 +267,10 @@ static_binary() {
 
 # pause_binary writes the bed's pause binary $1: on amd64 the one-thread
 # executable test/images/pause makes, elsewhere the Go process of
-# test/images/pause/portable (the Go runtime's threads and all).
+# test/images/pause/portable (the Go runtime's threads and all), which it
+# builds.
 pause_binary() {
-	if [[ "$("$GO" env GOARCH)" == amd64 ]]; then
-		(cd "$REPO" && GOFLAGS=-buildvcs=false "$GO" run ./test/images/pause -o "$1")
-	else
-		static_binary "$1" ./test/images/pause/portable
-	fi
+	(cd "$REPO" && PATH="$(dirname "$GO"):$PATH" GOFLAGS=-buildvcs=false "$GO" run ./test/images/pause -o "$1")
 }
 
 # image_pause, image_probeserver and image_busybox write one tarball each,

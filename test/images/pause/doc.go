@@ -13,6 +13,7 @@
 // On amd64 the binary is a static ELF of 362 bytes made here: an ELF
 // header, a read-and-execute segment and a non-executable stack, and the
 // machine code in amd64.go (its assembly beside it). On other
-// architectures pause refuses with exit status 3 and prepare.sh builds
-// test/images/pause/portable, the same process in Go.
+// architectures pause builds test/images/pause/portable to FILE instead,
+// the same process in Go, so that the scripts (prepare.sh for the bed,
+// prepare-cluster.sh for the e2e images) make their pause one way.
 package main

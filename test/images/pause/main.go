@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 )
 
@@ -16,13 +18,35 @@ func main() {
 		os.Exit(2)
 	}
 	if runtime.GOARCH != "amd64" {
-		fmt.Fprintf(os.Stderr, "pause: no machine code for %s; build test/images/pause/portable instead\n", runtime.GOARCH)
-		os.Exit(3)
+		if err := portable(*out); err != nil {
+			fmt.Fprintln(os.Stderr, "pause:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := os.WriteFile(*out, elf(amd64Code), 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "pause:", err)
 		os.Exit(1)
 	}
+}
+
+// portable builds the Go stand-in test/images/pause/portable (by its
+// import path, from anywhere in the module) to out, for an
+// architecture with no machine code here: a static binary with the Go
+// runtime's threads. The go tool is the one on PATH, else the one that
+// built this program.
+func portable(out string) error {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go") //nolint:staticcheck // the toolchain that built this, when PATH has none
+	}
+	cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", out, "github.com/minikubelet/minikubelet/test/images/pause/portable")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("no machine code for %s, and building test/images/pause/portable failed: %w", runtime.GOARCH, err)
+	}
+	return nil
 }
 
 // The executable's layout: the ELF header, two program headers (the code's

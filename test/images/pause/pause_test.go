@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"os"
 	"os/exec"
@@ -147,5 +148,42 @@ func TestPauseReapsOrphans(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("after SIGTERM: %v, want exit status 0", err)
+	}
+}
+
+// TestPortableBuilds: where there is no machine code, the generator
+// builds the Go stand-in, a static executable that ends on SIGTERM.
+func TestPortableBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a Go program")
+	}
+	path := filepath.Join(t.TempDir(), "pause")
+	if err := portable(path); err != nil {
+		t.Fatal(err)
+	}
+	// Not PID 1, it says so once its handlers are in place.
+	cmd := exec.Command(path)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	if !strings.Contains(line, "not running as PID 1") {
+		t.Fatalf("the stand-in's first words: %q, %v", line, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the stand-in did not end cleanly on SIGTERM: %v", err)
 	}
 }
