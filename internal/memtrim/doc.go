@@ -20,5 +20,15 @@
 // is over, then now and then, and once things are quiet after the agent
 // has been busy (Activity), so that RSS follows what the agent uses.
 //
+// Each pass also advises the mappings MADV_RANDOM, so that what comes back
+// after it comes back a page at a time: otherwise each fault on a page no
+// longer cached reads 128 KiB around it, and fault-around maps 64 KiB of
+// what is cached, so that a function run again brings its neighbours back
+// with it. Measured in node mode (make bench), a minute after a batch
+// with 110 pods running: 18.9 MiB of the binary resident without, 12.5
+// with; 19.1 and 15.0 at 60 pods at steady state. The price is more,
+// smaller reads for the code the agent runs again after a pass, once.
+// Start-up, before the first pass, keeps the kernel's read-around.
+//
 // Nothing enters the package but the clock; it leaves a log line per pass.
 package memtrim
