@@ -63,7 +63,36 @@ func TestPageOutGivesBackTheBinary(t *testing.T) {
 	if _, err := readOnlyMappings([]byte("00400000-0108e000 r-xp 0 fe:00 1 /x\n"), unix.Mkdev(0xfe, 0), 1); err != nil {
 		t.Fatal(err)
 	}
+	// The mappings read what comes back a page at a time (VmFlags rr).
+	if n := randomReadMappings(t); n == 0 {
+		t.Error("no read-only mapping of the binary is advised MADV_RANDOM after PageOut")
+	}
 	t.Logf("paged out %d KiB of mappings: RssFile %d -> %d KiB", res.Mapped>>10, res.RSSFileBefore>>10, res.RSSFileAfter>>10)
+}
+
+// randomReadMappings counts the read-only mappings of the test binary
+// whose VmFlags in /proc/self/smaps have rr (MADV_RANDOM).
+func randomReadMappings(t *testing.T) int {
+	t.Helper()
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ours := 0, false
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 6 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"):
+			ours = f[5] == exe && len(f[1]) > 1 && f[1][1] != 'w'
+		case ours && len(f) > 0 && f[0] == "VmFlags:" && slices.Contains(f[1:], "rr"):
+			n++
+		}
+	}
+	return n
 }
 
 // TestPageOutUnmapsSharedPages runs a second process (this test binary)
