@@ -217,19 +217,23 @@ func (l Loop) Run(ctx context.Context) {
 			t = l.Clock.NewTimer(due.Sub(l.Clock.Now()))
 			fire = t.C()
 		}
+		var done, noted bool
 		select {
 		case <-ctx.Done():
-			if t != nil {
-				t.Stop()
-			}
-			return
+			done = true
 		case <-notes:
-			if t != nil {
-				t.Stop()
-			}
+			noted = true
+		case <-fire:
+		}
+		if t != nil {
+			t.Stop() // a no-op once fired
+		}
+		if done {
+			return
+		}
+		if noted {
 			active = l.Clock.Now()
 			continue
-		case <-fire:
 		}
 		res, err := pageOut()
 		if err != nil {
