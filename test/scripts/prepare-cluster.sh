@@ -358,7 +358,7 @@ build_images() {
 	(
 		cd "$REPO"
 		# The bed's pause, as test/scripts/prepare.sh makes it.
-		PATH="$(dirname "$GO"):$PATH" "$GO" run ./test/images/pause -o "$tmp/pause"
+		"$GO" run ./test/images/pause -o "$tmp/pause"
 		"$GO" build -o "$tmp/mkimage" ./test/images/mkimage
 	)
 	local applets=() nosh=() applet ref refs=()

@@ -270,7 +270,7 @@ static_binary() {
 # test/images/pause/portable (the Go runtime's threads and all), which it
 # builds.
 pause_binary() {
-	(cd "$REPO" && PATH="$(dirname "$GO"):$PATH" GOFLAGS=-buildvcs=false "$GO" run ./test/images/pause -o "$1")
+	(cd "$REPO" && GOFLAGS=-buildvcs=false "$GO" run ./test/images/pause -o "$1")
 }
 
 # image_pause, image_probeserver and image_busybox write one tarball each,

@@ -33,12 +33,17 @@ func main() {
 // portable builds the Go stand-in test/images/pause/portable (by its
 // import path, from anywhere in the module) to out, for an
 // architecture with no machine code here: a static binary with the Go
-// runtime's threads. The go tool is the one on PATH, else the one that
-// built this program.
+// runtime's threads. The go tool is the toolchain that built this program
+// (go run's), else the one on PATH.
 func portable(out string) error {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go") //nolint:staticcheck // the toolchain that built this, when PATH has none
+	root := runtime.GOROOT() //nolint:staticcheck // the toolchain that built this; "" under -trimpath without GOROOT set
+	goTool := filepath.Join(root, "bin", "go")
+	if _, err := os.Stat(goTool); root == "" || err != nil {
+		onPath, err := exec.LookPath("go")
+		if err != nil {
+			return fmt.Errorf("no machine code for %s, and no go tool to build test/images/pause/portable: %w", runtime.GOARCH, err)
+		}
+		goTool = onPath
 	}
 	cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", out, "github.com/minikubelet/minikubelet/test/images/pause/portable")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

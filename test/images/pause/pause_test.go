@@ -39,13 +39,19 @@ func start(t *testing.T, path string, attr *syscall.SysProcAttr) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	killAtEnd(t, cmd)
+	return cmd
+}
+
+// killAtEnd stops the started cmd (SIGKILL) at the end of the test if it
+// is still there.
+func killAtEnd(t *testing.T, cmd *exec.Cmd) {
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		}
 	})
-	return cmd
 }
 
 // asleep waits until pid sleeps (in pause(2), its handlers in place).
@@ -170,12 +176,7 @@ func TestPortableBuilds(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
+	killAtEnd(t, cmd)
 	line, err := bufio.NewReader(stderr).ReadString('\n')
 	if !strings.Contains(line, "not running as PID 1") {
 		t.Fatalf("the stand-in's first words: %q, %v", line, err)
