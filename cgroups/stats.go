@@ -106,10 +106,14 @@ func (m *Manager) Stats(path string) (*Stats, error) { return m.ReadStats(path, 
 // readBlkioV1), which the kernel fills only for disks whose throttling is
 // set up (see doc.go).
 func (m *Manager) ReadStats(path string, fig Figures) (*Stats, error) {
+	var s *Stats
+	var err error
 	if m.version == 2 {
-		return m.readStatsV2(path, fig, nil)
+		s, _, err = m.readStatsV2(path, fig, nil, nil)
+	} else {
+		s, _, err = m.readStatsV1(path, fig, nil, nil)
 	}
-	return m.readStatsV1(path, fig, nil)
+	return s, err
 }
 
 // workingSet is usage less the inactive page cache, as cAdvisor counts it.

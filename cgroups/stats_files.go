@@ -41,16 +41,41 @@ func (m *Manager) NewStatsFiles() *StatsFiles {
 
 // ReadStats is Manager.ReadStats through the open files.
 func (f *StatsFiles) ReadStats(path string, fig Figures) (*Stats, error) {
+	s, _, err := f.ReadStatsAfter(path, fig, nil)
+	return s, err
+}
+
+// ReadStatsAfter is ReadStats given prev, what an earlier read of the same
+// cgroup with Detail returned (nil for none). When the cgroup's CPU usage
+// reads as it did in prev, none of its tasks has been on a CPU since prev
+// read it, and the Detail figures that move only while one runs are taken
+// from prev instead of their files; reused says so. Those are OOMKills,
+// the pids count and, on v1, the CPU time by mode and block I/O (on v2
+// the first comes with the usage, and writeback moves io.stat without the
+// cgroup's tasks). On this project's hosts a pread of a cgroup file costs
+// 4 to 5 us in a scrape of 100 pods, most of it the system call's, and
+// an idle cgroup (a sleeping container, a pod's pause) is read in 4
+// files instead of 8 or 9 on v1 (5 instead of 7 on v2). Read in any case:
+// memory, which reclaim moves without the cgroup's tasks, and the CFS
+// counters (v1 cpu.stat; on v2 the file the usage comes from), whose
+// period timer runs on after them.
+//
+// A figure reused is as fresh as prev, which holds as long as the rule
+// above does. It can fail to for a task that does not run between being
+// counted and the next read: one moved in or out by another process
+// (pids), an OOM victim still asleep (OOMKills); so the caller reads
+// afresh, with a nil prev, at least every few seconds (the stats Provider:
+// every FsMaxAge, as the limits). prev's IO is shared with the result;
+// neither is modified after.
+func (f *StatsFiles) ReadStatsAfter(path string, fig Figures, prev *Stats) (s *Stats, reused bool, err error) {
 	open := f.files(path)
-	var s *Stats
-	var err error
 	if f.m.version == 2 {
-		s, err = f.m.readStatsV2(path, fig, open)
+		s, reused, err = f.m.readStatsV2(path, fig, open, prev)
 	} else {
-		s, err = f.m.readStatsV1(path, fig, open)
+		s, reused, err = f.m.readStatsV1(path, fig, open, prev)
 	}
 	f.forgetIfGone(path, err)
-	return s, err
+	return s, reused, err
 }
 
 // files returns the open files of the cgroup at path.

@@ -1,11 +1,16 @@
 package cgroups
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/containerd/errdefs"
@@ -176,4 +181,156 @@ func TestStatsFilesReal(t *testing.T) {
 		t.Errorf("the cgroup made again reads %+v, %v; want its 32 MiB limit", got, err)
 	}
 	compareFiles()
+}
+
+// ReadStatsAfter takes from prev the figures that move only while the
+// cgroup's tasks run when its CPU usage reads as in prev, and reads the
+// rest (memory, the CFS counters, v2's io.stat) from the files; with the
+// usage moved, 0, or no prev, it reads every file.
+func TestStatsFilesAfter(t *testing.T) {
+	prev := &Stats{
+		CPU:    CPUStats{UsageNanos: 1_000_000, UserNanos: 1, SystemNanos: 2},
+		Memory: MemoryStats{OOMKills: 9},
+		Pids:   PidsStats{Current: 7},
+		IO:     []IOStats{{Major: 8, ReadBytes: 5}},
+	}
+	for _, c := range []struct {
+		version int
+		path    string
+		files   func(usage string) map[string]string
+		// fromFiles is what the files say of the figures prev can give,
+		// and always the figures always read.
+		fromFiles Stats
+	}{
+		{1, "/c", func(usage string) map[string]string {
+			return map[string]string{
+				"cpuacct/c/cpuacct.usage":                           usage + "\n",
+				"cpuacct/c/cpuacct.stat":                            "user 10\nsystem 5\n",
+				"cpu/c/cpu.stat":                                    "nr_periods 10\nnr_throttled 2\nthrottled_time 3000\n",
+				"memory/c/memory.usage_in_bytes":                    "20480\n",
+				"memory/c/memory.stat":                              "total_rss 8192\n",
+				"memory/c/memory.oom_control":                       "oom_kill 1\n",
+				"pids/c/pids.current":                               "3\n",
+				"blkio/c/blkio.throttle.io_service_bytes_recursive": "254:0 Read 4096\nTotal 4096\n",
+				"blkio/c/blkio.throttle.io_serviced_recursive":      "254:0 Read 1\nTotal 1\n",
+			}
+		}, Stats{
+			CPU:    CPUStats{UserNanos: 10e7, SystemNanos: 5e7, Periods: 10, ThrottledPeriods: 2, ThrottledNanos: 3000},
+			Memory: MemoryStats{Usage: 20480, WorkingSet: 20480, RSS: 8192, OOMKills: 1},
+			Pids:   PidsStats{Current: 3},
+			IO:     []IOStats{{Major: 254, ReadBytes: 4096, ReadOps: 1}},
+		}},
+		{2, "/c", func(usage string) map[string]string {
+			usec, _ := strconv.Atoi(usage)
+			return map[string]string{
+				"c/cpu.stat":       fmt.Sprintf("usage_usec %d\nuser_usec 600\nsystem_usec 400\nnr_periods 5\nnr_throttled 1\nthrottled_usec 7\n", usec/1000),
+				"c/memory.current": "200\n",
+				"c/memory.stat":    "anon 100\n",
+				"c/memory.events":  "oom_kill 2\n",
+				"c/pids.current":   "4\n",
+				"c/io.stat":        "254:0 rbytes=4096 wbytes=8192 rios=1 wios=2\n",
+			}
+		}, Stats{
+			CPU:    CPUStats{UserNanos: 600e3, SystemNanos: 400e3, Periods: 5, ThrottledPeriods: 1, ThrottledNanos: 7e3},
+			Memory: MemoryStats{Usage: 200, WorkingSet: 200, RSS: 100, OOMKills: 2},
+			Pids:   PidsStats{Current: 4},
+			IO:     []IOStats{{Major: 254, ReadBytes: 4096, WriteBytes: 8192, ReadOps: 1, WriteOps: 2}},
+		}},
+	} {
+		for _, s := range []struct {
+			name   string
+			usage  string
+			prev   *Stats
+			reused bool
+		}{
+			{"usage as in prev", "1000000", prev, true},
+			{"usage moved", "2000000", prev, false},
+			{"no prev", "1000000", nil, false},
+			{"usage 0", "0", &Stats{}, false},
+		} {
+			t.Run(fmt.Sprintf("v%d/%s", c.version, s.name), func(t *testing.T) {
+				mountRoot := t.TempDir()
+				if c.version == 1 {
+					mountRoot, _ = fakeV1(t)
+				}
+				writeFiles(t, mountRoot, c.files(s.usage))
+				m, err := New(context.Background(), Config{Root: "/", Driver: DriverCgroupfs, MountRoot: mountRoot, SysRoot: t.TempDir(), Version: c.version})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := m.NewStatsFiles()
+				defer f.Close()
+				got, reused, err := f.ReadStatsAfter(c.path, CPUMemory|Detail, s.prev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := c.fromFiles
+				want.CPU.UsageNanos, _ = strconv.ParseUint(s.usage, 10, 64)
+				if s.reused {
+					want.Memory.OOMKills, want.Pids.Current = prev.Memory.OOMKills, prev.Pids.Current
+					if c.version == 1 { // v2's come with the usage, and io.stat is read
+						want.CPU.UserNanos, want.CPU.SystemNanos = prev.CPU.UserNanos, prev.CPU.SystemNanos
+						want.IO = prev.IO
+					}
+				}
+				if reused != s.reused || !reflect.DeepEqual(*got, want) {
+					t.Errorf("= %+v, reused %v; want %+v, reused %v", *got, reused, want, s.reused)
+				}
+			})
+		}
+	}
+}
+
+// On the host's real hierarchy, a cgroup whose process sleeps reads the
+// same through ReadStatsAfter, from its last read, as afresh from every
+// file; once the process runs, every file is read again.
+func TestStatsFilesAfterReal(t *testing.T) {
+	_, m, g := realPod(t, "after-real")
+	podPath := m.PodCgroupParent(g)
+	dir := filepath.Join(DefaultMountRoot, "cpuacct", podPath)
+	// A shell in the pod's cgroup (cpuacct, memory, pids) that runs a loop
+	// each time a line comes on its input.
+	cmd := exec.Command("sh", "-c", `for h in cpuacct memory pids; do echo $$ > `+DefaultMountRoot+`/$h`+podPath+`/cgroup.procs; done; echo joined; while read l; do i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; echo done; done`)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "joined" {
+		t.Fatalf("the shell did not join the pod's cgroup (%s): %q", dir, lines.Text())
+	}
+	f := m.NewStatsFiles()
+	defer f.Close()
+	first, reused, err := f.ReadStatsAfter(podPath, AllFigures, nil)
+	if err != nil || reused || first.Pids.Current != 1 {
+		t.Fatalf("first read = %+v, reused %v, %v; want the shell counted, nothing reused", first, reused, err)
+	}
+	got, reused, err := f.ReadStatsAfter(podPath, AllFigures, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := m.ReadStats(podPath, AllFigures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reused || !reflect.DeepEqual(got, want) {
+		t.Errorf("with the shell asleep: %+v, reused %v; afresh %+v", got, reused, want)
+	}
+	if _, err := io.WriteString(in, "run\n"); err != nil {
+		t.Fatal(err)
+	}
+	if !lines.Scan() || lines.Text() != "done" {
+		t.Fatalf("the shell did not run its loop: %q", lines.Text())
+	}
+	if got, reused, err := f.ReadStatsAfter(podPath, AllFigures, first); err != nil || reused || got.CPU.UsageNanos <= first.CPU.UsageNanos {
+		t.Errorf("after the shell ran: %+v, reused %v, %v; want every file read, the usage grown from %d", got, reused, err, first.CPU.UsageNanos)
+	}
 }

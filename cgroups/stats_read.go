@@ -321,7 +321,17 @@ func file(dir, name string) string {
 	return dir + "/" + name
 }
 
-func (m *Manager) readStatsV1(path string, fig Figures, open *cgroupFiles) (*Stats, error) {
+// ranNoTask reports whether a cgroup whose CPU usage now reads usage has
+// run no task since prev, an earlier read of it with Detail, read its
+// usage: the usage is counted to the nanosecond (to the microsecond on
+// v2) and grows whenever a task of the cgroup, or of one below it, is on
+// a CPU. A usage of 0 says nothing (a cgroup made anew, whose tasks have
+// not run yet), nor does a nil prev. See StatsFiles.ReadStatsAfter.
+func ranNoTask(prev *Stats, usage uint64) bool {
+	return prev != nil && usage != 0 && usage == prev.CPU.UsageNanos
+}
+
+func (m *Manager) readStatsV1(path string, fig Figures, open *cgroupFiles, prev *Stats) (*Stats, bool, error) {
 	r := newReader()
 	r.mountRoot, r.cgroup, r.open = m.cfg.MountRoot, path, open
 	defer r.release()
@@ -330,42 +340,35 @@ func (m *Manager) readStatsV1(path string, fig Figures, open *cgroupFiles) (*Sta
 	if err != nil {
 		// The first file read tells whether the cgroup exists.
 		if errors.Is(err, errdefs.ErrNotFound) {
-			return nil, fmt.Errorf("cgroup %s: %w", path, err)
+			return nil, false, fmt.Errorf("cgroup %s: %w", path, err)
 		}
-		return nil, err
+		return nil, false, err
 	}
 	s.CPU.UsageNanos = usage
 	if s.Memory.Usage, err = r.uint(v1MemoryUsage); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := r.memoryStat(v1MemoryStat, &v1MemoryStatKeys, &s.Memory); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if fig&LimitFigures != 0 {
 		limit, err := r.uint(v1MemoryLimit)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		s.Memory.Limit = limitOrZero(limit)
 		if max, err := r.uint(v1PidsMax); err == nil {
 			s.Pids.Limit = limitOrZero(max)
 		} else if !errors.Is(err, errdefs.ErrNotFound) {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if fig&Detail == 0 {
-		return &s, nil
+		return &s, false, nil
 	}
-	if err := r.keyed(v1CPUAcctStat, func(k []byte, v uint64) {
-		switch string(k) {
-		case "user":
-			s.CPU.UserNanos = v * (1e9 / userHZ)
-		case "system":
-			s.CPU.SystemNanos = v * (1e9 / userHZ)
-		}
-	}); err != nil {
-		return nil, err
-	}
+	// cpu.stat is read in any case: the CFS period timer goes on counting
+	// periods for up to two periods after the cgroup's tasks stop, and
+	// starts when a quota is written.
 	if err := r.keyed(v1CPUStat, func(k []byte, v uint64) {
 		switch string(k) {
 		case "nr_periods":
@@ -376,27 +379,42 @@ func (m *Manager) readStatsV1(path string, fig Figures, open *cgroupFiles) (*Sta
 			s.CPU.ThrottledNanos = v
 		}
 	}); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
-		return nil, err
+		return nil, false, err
+	}
+	if ranNoTask(prev, usage) {
+		s.CPU.UserNanos, s.CPU.SystemNanos = prev.CPU.UserNanos, prev.CPU.SystemNanos
+		s.Memory.OOMKills, s.Pids.Current, s.IO = prev.Memory.OOMKills, prev.Pids.Current, prev.IO
+		return &s, true, nil
+	}
+	if err := r.keyed(v1CPUAcctStat, func(k []byte, v uint64) {
+		switch string(k) {
+		case "user":
+			s.CPU.UserNanos = v * (1e9 / userHZ)
+		case "system":
+			s.CPU.SystemNanos = v * (1e9 / userHZ)
+		}
+	}); err != nil {
+		return nil, false, err
 	}
 	if err := r.keyed(v1MemoryOOM, func(k []byte, v uint64) {
 		if string(k) == "oom_kill" {
 			s.Memory.OOMKills = v
 		}
 	}); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
-		return nil, err
+		return nil, false, err
 	}
 	if cur, err := r.uint(v1PidsCurrent); err == nil {
 		s.Pids.Current = cur
 	} else if !errors.Is(err, errdefs.ErrNotFound) {
-		return nil, err
+		return nil, false, err
 	}
 	if s.IO, err = readBlkioV1(r); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
-		return nil, fmt.Errorf("read block I/O of cgroup %s: %w", path, err)
+		return nil, false, fmt.Errorf("read block I/O of cgroup %s: %w", path, err)
 	}
-	return &s, nil
+	return &s, false, nil
 }
 
-func (m *Manager) readStatsV2(path string, fig Figures, open *cgroupFiles) (*Stats, error) {
+func (m *Manager) readStatsV2(path string, fig Figures, open *cgroupFiles, prev *Stats) (*Stats, bool, error) {
 	r := newReader()
 	r.mountRoot, r.cgroup, r.open = m.cfg.MountRoot, path, open
 	defer r.release()
@@ -418,10 +436,11 @@ func (m *Manager) readStatsV2(path string, fig Figures, open *cgroupFiles) (*Sta
 		}
 	}); err != nil {
 		if errors.Is(err, errdefs.ErrNotFound) {
-			return nil, fmt.Errorf("cgroup %s: %w", path, err)
+			return nil, false, fmt.Errorf("cgroup %s: %w", path, err)
 		}
-		return nil, err
+		return nil, false, err
 	}
+	idle := fig&Detail != 0 && ranNoTask(prev, s.CPU.UsageNanos)
 	// The memory and pids controllers may not be enabled for the cgroup
 	// (a missing file); their figures then read 0.
 	var err error
@@ -429,46 +448,53 @@ func (m *Manager) readStatsV2(path string, fig Figures, open *cgroupFiles) (*Sta
 		if fig&LimitFigures != 0 {
 			limit, err := r.uint(v2MemoryMax)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			s.Memory.Limit = limitOrZero(limit)
 		}
 		if err := r.memoryStat(v2MemoryStat, &v2MemoryStatKeys, &s.Memory); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if fig&Detail != 0 {
+		switch {
+		case idle:
+			s.Memory.OOMKills = prev.Memory.OOMKills
+		case fig&Detail != 0:
 			if err := r.keyed(v2MemoryEvents, func(k []byte, v uint64) {
 				if string(k) == "oom_kill" {
 					s.Memory.OOMKills = v
 				}
 			}); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
-				return nil, err
+				return nil, false, err
 			}
 		}
 	} else if !errors.Is(err, errdefs.ErrNotFound) {
-		return nil, err
+		return nil, false, err
 	}
 	if fig&LimitFigures != 0 {
 		if max, err := r.uint(v2PidsMax); err == nil {
 			s.Pids.Limit = limitOrZero(max)
 		} else if !errors.Is(err, errdefs.ErrNotFound) {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if fig&Detail == 0 {
-		return &s, nil
+		return &s, false, nil
 	}
-	if cur, err := r.uint(v2PidsCurrent); err == nil {
+	if idle {
+		s.Pids.Current = prev.Pids.Current
+	} else if cur, err := r.uint(v2PidsCurrent); err == nil {
 		s.Pids.Current = cur
 	} else if !errors.Is(err, errdefs.ErrNotFound) {
-		return nil, err
+		return nil, false, err
 	}
+	// io.stat is read in any case: on v2 the kernel writes a cgroup's
+	// dirty pages back in its name, whether its tasks run or not.
 	io, err := readIOStatV2(r)
 	if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
-		return nil, err
+		return nil, false, err
 	}
 	s.IO = io
-	return &s, nil
+	return &s, idle, nil
 }
 
 // readIOStatV2 parses io.stat: "MAJ:MIN rbytes=N wbytes=N rios=N wios=N

@@ -153,6 +153,8 @@ type fakeFiles struct {
 	// counts are the process counts CountProcs can tell, by pod cgroup.
 	counts map[string]int
 	closed bool
+	// prevs, if set, records the prev of each path's last ReadStatsAfter.
+	prevs map[string]*cgroups.Stats
 }
 
 func (f *fakeFiles) ReadStats(path string, fig cgroups.Figures) (*cgroups.Stats, error) {
@@ -161,6 +163,23 @@ func (f *fakeFiles) ReadStats(path string, fig cgroups.Figures) (*cgroups.Stats,
 		f.open[path] = true
 	}
 	return st, err
+}
+
+// ReadStatsAfter reads as ReadStats and, as the real one does, takes
+// prev's Detail figures when the CPU usage has not moved since it; it
+// records the prev it was given for each path.
+func (f *fakeFiles) ReadStatsAfter(path string, fig cgroups.Figures, prev *cgroups.Stats) (*cgroups.Stats, bool, error) {
+	if f.prevs != nil {
+		f.prevs[path] = prev
+	}
+	st, err := f.ReadStats(path, fig)
+	if err != nil || prev == nil || fig&cgroups.Detail == 0 || st.CPU.UsageNanos == 0 || st.CPU.UsageNanos != prev.CPU.UsageNanos {
+		return st, false, err
+	}
+	out := *st
+	out.CPU.UserNanos, out.CPU.SystemNanos = prev.CPU.UserNanos, prev.CPU.SystemNanos
+	out.Memory.OOMKills, out.Pids.Current, out.IO = prev.Memory.OOMKills, prev.Pids.Current, prev.IO
+	return &out, true, nil
 }
 
 func (f *fakeFiles) CPUSpec(path string) (cgroups.CPUSpec, error) {
@@ -276,7 +295,28 @@ func TestProcessesCountedWithoutWalk(t *testing.T) {
 	if !files.open["/kubepods/podu/sandbox"] {
 		t.Errorf("files of %v open after /metrics/cadvisor, want the sandbox's among them", files.open)
 	}
+	// None of the pod's tasks has run since (its CPU usage has not moved):
+	// the count is the last one, and the files are kept all the same.
+	files.counts["/kubepods/podu"] = 8
+	clk.SetTime(clk.Now().Add(time.Second))
+	if n := count(); n != 7 || !files.open["/kubepods/podu/sandbox"] {
+		t.Errorf("with the pod idle: %d processes, files %v open; want the last count, 7, and the sandbox's files", n, files.open)
+	}
+	// One ran: counted again.
+	cg.setCPU("/kubepods/podu", 41e8)
+	clk.SetTime(clk.Now().Add(time.Second))
+	if n := count(); n != 8 {
+		t.Errorf("after the pod ran: %d processes, want CountProcs' 8", n)
+	}
+	// Idle, but the count is FsMaxAge old: counted again.
+	files.counts["/kubepods/podu"] = 9
+	clk.SetTime(clk.Now().Add(p.cfg.FsMaxAge))
+	if n := count(); n != 9 {
+		t.Errorf("with the last count FsMaxAge old: %d processes, want CountProcs' 9", n)
+	}
 	delete(files.counts, "/kubepods/podu")
+	cg.setCPU("/kubepods/podu", 42e8)
+	cg.walked = nil
 	clk.SetTime(clk.Now().Add(time.Second))
 	if n := count(); n != 2 || strings.Join(cg.walked, ",") != "/kubepods/podu" {
 		t.Errorf("CountProcs unable: %d processes, walked %v; want the walk's 2 of the pod's cgroup", n, cg.walked)
@@ -387,4 +427,65 @@ func TestRunClosesWhenIdle(t *testing.T) {
 		f, s := kept()
 		return f == 0 && s == 0, fmt.Sprintf("%d cgroups' files, %d sandbox files", f, s)
 	})
+}
+
+// /metrics/cadvisor takes a cgroup's figures that move only while its
+// tasks run from its last read of them while its CPU usage has not moved,
+// and reads them afresh once the usage moves or that read is FsMaxAge old.
+func TestDetailKeptWhileIdle(t *testing.T) {
+	p, cg, clk := testProvider(t)
+	files := &fakeFiles{fakeCgroups: cg, open: map[string]bool{}, prevs: map[string]*cgroups.Stats{}}
+	p.cfg.Files = files
+	const ctr = "/kubepods/podu/cid"
+	threads := func(n int) string {
+		return fmt.Sprintf(`container_threads{container="c",id="%s",image="busybox",name="cid",namespace="ns",pod="p"} %d`+"\n", ctr, n)
+	}
+	setThreads := func(n uint64) {
+		cg.mu.Lock()
+		defer cg.mu.Unlock()
+		cg.stats[ctr].Pids.Current = n
+	}
+	setThreads(1)
+	if body := scrape(t, p); !strings.Contains(body, threads(1)) || files.prevs[ctr] != nil {
+		t.Fatalf("first read: given %v, want none; body:\n%s", files.prevs[ctr], body)
+	}
+	step := []struct {
+		name    string
+		after   time.Duration
+		threads uint64 // the file's count now
+		usage   uint64 // the cgroup's CPU usage now; 0 leaves it
+		want    int    // the count served
+		prev    bool   // whether the last read is given
+	}{
+		// Nothing ran: the count is the last read's, even though the file
+		// (here) says otherwise.
+		{"idle", 2 * time.Second, 2, 0, 1, true},
+		{"still idle", 2 * time.Second, 2, 0, 1, true},
+		// A task ran: read again.
+		{"ran", 2 * time.Second, 2, 31e8, 2, true},
+		// Idle again, but the read kept is FsMaxAge old: read again.
+		{"idle, kept read old", 10 * time.Second, 3, 0, 3, false},
+		{"idle after that read", 2 * time.Second, 4, 0, 3, true},
+	}
+	for _, s := range step {
+		clk.Step(s.after)
+		setThreads(s.threads)
+		if s.usage != 0 {
+			cg.setCPU(ctr, s.usage)
+		}
+		body := scrape(t, p)
+		if !strings.Contains(body, threads(s.want)) {
+			t.Errorf("%s: want %q in:\n%s", s.name, threads(s.want), body)
+		}
+		if got := files.prevs[ctr] != nil; got != s.prev {
+			t.Errorf("%s: earlier read given %v, want %v", s.name, got, s.prev)
+		}
+	}
+	// The entry goes with the cgroup.
+	p.cfg.Pods = fakePods{}
+	clk.Step(2 * time.Second)
+	scrape(t, p)
+	if _, ok := p.detail[ctr]; ok || len(p.detail) != 2 {
+		t.Errorf("after the pod went: %d entries kept (container's: %v), want the node's and the pods' cgroups'", len(p.detail), ok)
+	}
 }

@@ -72,6 +72,10 @@ var _ cgroupReader = (*cgroups.Manager)(nil)
 // concurrent use.
 type openFiles interface {
 	ReadStats(path string, fig cgroups.Figures) (*cgroups.Stats, error)
+	// ReadStatsAfter is ReadStats given an earlier read with Detail, whose
+	// figures that move only while the cgroup's tasks run it takes when
+	// none has run since (reused).
+	ReadStatsAfter(path string, fig cgroups.Figures, prev *cgroups.Stats) (s *cgroups.Stats, reused bool, err error)
 	CPUSpec(path string) (cgroups.CPUSpec, error)
 	WalkProcs(path string, known []string, each func(pid int) bool)
 	// CountProcs counts what WalkProcs would walk, with ok false when it
@@ -177,6 +181,18 @@ type Provider struct {
 	// guarded by mu. Entries of cgroups not seen in a snapshot are
 	// dropped.
 	specs map[string]specEntry
+	// detail holds each cgroup's last read of every Detail figure from
+	// its files, made at most FsMaxAge ago, which the next reads take
+	// those figures from while the cgroup's tasks do not run (see
+	// cgroups.StatsFiles.ReadStatsAfter); guarded by mu. Entries of
+	// cgroups not seen in a snapshot are dropped.
+	detail map[string]statsEntry
+	// counts holds each pod cgroup's process count as counted at most
+	// FsMaxAge ago, with its CPU usage then; guarded by mu. A pod whose
+	// usage has not moved since has not forked nor ended a process, and
+	// is not counted again (see walkPod). Entries of cgroups not seen in
+	// a snapshot are dropped.
+	counts map[string]countEntry
 	// devices caches block device names by "major:minor", devicePairs
 	// their device label pairs by number and namedDevicePairs by name;
 	// guarded by devMu, apart from mu so that naming does not wait for a
@@ -220,6 +236,20 @@ type specEntry struct {
 	at   time.Time
 }
 
+// statsEntry is a cgroup's figures as read at at.
+type statsEntry struct {
+	stats *cgroups.Stats
+	at    time.Time
+}
+
+// countEntry is a pod's process count as counted at at, when its cgroup's
+// CPU usage read usage.
+type countEntry struct {
+	procs int
+	usage uint64
+	at    time.Time
+}
+
 // limitsEntry is a cgroup's memory and pids limits as read at at.
 type limitsEntry struct {
 	memory, pids uint64
@@ -251,7 +281,7 @@ func New(cfg Config) *Provider {
 	}
 	return &Provider{
 		cfg: cfg, bootTime: bootTime(cfg.ProcRoot), cadvisor: cadvisorMetrics(),
-		cpuHist: map[string]cpuHistory{}, specs: map[string]specEntry{}, devices: map[string]string{},
+		cpuHist: map[string]cpuHistory{}, specs: map[string]specEntry{}, detail: map[string]statsEntry{}, counts: map[string]countEntry{}, devices: map[string]string{},
 		devicePairs: map[[2]uint64]string{}, namedDevicePairs: map[string]string{}, labels: newLabelCache(), resourceLabels: newLabelCache(),
 		dirs: map[string]*podDirsEntry{}, limits: map[string]limitsEntry{}, sandboxes: map[string]*sandboxNetDev{},
 		seen: map[string]bool{}, listed: map[string]bool{},
@@ -354,7 +384,20 @@ func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 		if haveLimits {
 			fig &^= cgroups.LimitFigures
 		}
-		st, err := readStats(path, fig)
+		var st *cgroups.Stats
+		var err error
+		reused, detail := false, fig&cgroups.Detail != 0 && p.cfg.Files != nil
+		if detail {
+			// The figures kept of the cgroup's last read from the files,
+			// while they are younger than FsMaxAge (see detail).
+			var prev *cgroups.Stats
+			if e, ok := p.detail[path]; ok && now.Sub(e.at) < p.cfg.FsMaxAge && !now.Before(e.at) {
+				prev = e.stats
+			}
+			st, reused, err = p.cfg.Files.ReadStatsAfter(path, fig, prev)
+		} else {
+			st, err = readStats(path, fig)
+		}
 		if err != nil {
 			if !errors.Is(err, errdefs.ErrNotFound) {
 				snap.errors++
@@ -363,6 +406,9 @@ func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 			return nil
 		}
 		seen[path] = true
+		if detail && !reused {
+			p.detail[path] = statsEntry{stats: st, at: now}
+		}
 		switch {
 		case haveLimits:
 			st.Memory.Limit, st.Pids.Limit = cached.memory, cached.pids
@@ -428,6 +474,16 @@ func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 	for path := range p.specs {
 		if !seen[path] {
 			delete(p.specs, path)
+		}
+	}
+	for path := range p.detail {
+		if !seen[path] {
+			delete(p.detail, path)
+		}
+	}
+	for path := range p.counts {
+		if !seen[path] {
+			delete(p.counts, path)
 		}
 	}
 	for path := range p.sandboxes {
@@ -523,14 +579,24 @@ func (p *Provider) walkPod(ps *podSample, n need, seen map[string]bool) {
 			}
 		}
 		if !wantNet && p.cfg.Files != nil {
-			// Counting alone: from the task counts, where they tell.
-			if count, ok := p.cfg.Files.CountProcs(ps.pod.Cgroup, known); ok {
+			// Counting alone: as last counted if none of the pod's tasks
+			// has run since, else from the task counts, where they tell.
+			if count, ok := p.countKept(ps); ok {
 				keep(ps.pod.Cgroup, known)
 				ps.procs = count
 				return
 			}
+			if count, ok := p.cfg.Files.CountProcs(ps.pod.Cgroup, known); ok {
+				keep(ps.pod.Cgroup, known)
+				ps.procs = count
+				p.keepCount(ps)
+				return
+			}
 		}
 		walkProcs(ps.pod.Cgroup, known, each)
+		if n.procs {
+			p.keepCount(ps)
+		}
 	} else {
 		for _, cs := range ps.containers {
 			if !n.procs && !wantNet {
@@ -541,6 +607,33 @@ func (p *Provider) walkPod(ps *podSample, n need, seen map[string]bool) {
 	}
 	if !n.procs {
 		ps.procs = 0
+	}
+}
+
+// countKept returns the pod's process count as last counted if its
+// cgroup's CPU usage has not moved since, and that count is younger than
+// FsMaxAge. Processes are made and ended only by tasks that run (fork,
+// exit) and the usage, counted to the nanosecond, grows whenever a task
+// of the pod is on a CPU, so the count has not changed; a process moved
+// in or out by another one is the exception, which the age bounds. A
+// usage of 0 (a cgroup made anew) tells nothing. p.mu must be held.
+func (p *Provider) countKept(ps *podSample) (int, bool) {
+	e, ok := p.counts[ps.pod.Cgroup]
+	if !ok || ps.own == nil || ps.own.stats.CPU.UsageNanos == 0 || ps.own.stats.CPU.UsageNanos != e.usage {
+		return 0, false
+	}
+	now := p.cfg.Clock.Now()
+	if now.Sub(e.at) >= p.cfg.FsMaxAge || now.Before(e.at) {
+		return 0, false
+	}
+	return e.procs, true
+}
+
+// keepCount records the pod's process count just counted. p.mu must be
+// held.
+func (p *Provider) keepCount(ps *podSample) {
+	if ps.own != nil {
+		p.counts[ps.pod.Cgroup] = countEntry{procs: ps.procs, usage: ps.own.stats.CPU.UsageNanos, at: p.cfg.Clock.Now()}
 	}
 }
 
