@@ -94,9 +94,19 @@ func (p *Provider) forgetSandbox(sandbox string) {
 	}
 }
 
-// preadRaw reads the whole of the open file fd from offset 0 into *buf,
-// growing it as needed, to the end of the file (a net/dev file is made of
-// many records, which a read returns up to a page of).
+// netDevEnds is the length up to which a short read of a net/dev file is
+// its end. The file is a seq_file of one record a line, and a read of it
+// stops short of the buffer only at the end or where the next record
+// would overflow the kernel's buffer, a page (4 KiB or more); a line is
+// at most some 350 bytes (a name and 16 numbers of up to 20 digits each).
+// A read this short is the whole file, which spares the read that would
+// return 0: one pread a pod's network instead of two (some 4 us each here).
+const netDevEnds = 4096 - 512
+
+// preadRaw reads the whole of the open file fd, a net/dev file, from
+// offset 0 into *buf, growing it as needed, to the end of the file (it is
+// made of many records, which a read returns up to a page of; see
+// netDevEnds).
 func preadRaw(fd int, buf *[]byte) ([]byte, error) {
 	if len(*buf) == 0 {
 		*buf = make([]byte, 4096)
@@ -118,6 +128,9 @@ func preadRaw(fd int, buf *[]byte) ([]byte, error) {
 			return b[:n], nil
 		}
 		n += m
+		if n < len(b) && n <= netDevEnds {
+			return b[:n], nil
+		}
 	}
 }
 
@@ -130,9 +143,10 @@ func openRetry(dirfd int, path string, flags int) (int, error) {
 	}
 }
 
-// readRaw reads the file at path into *buf, growing it as needed, with
-// plain open/read/close calls: os.Open would register each file with the
-// runtime's poller, a cost the stats reads make a hundred times a scrape.
+// readRaw reads the net/dev file at path into *buf, growing it as needed,
+// to its end (see netDevEnds), with plain open/read/close calls: os.Open
+// would register each file with the runtime's poller, a cost the stats
+// reads make a hundred times a scrape.
 func readRaw(path string, buf *[]byte) ([]byte, error) {
 	fd, err := openRetry(sysunix.AT_FDCWD, path, sysunix.O_RDONLY|sysunix.O_CLOEXEC)
 	if err != nil {
@@ -159,6 +173,9 @@ func readRaw(path string, buf *[]byte) ([]byte, error) {
 			return b[:n], nil
 		}
 		n += m
+		if n < len(b) && n <= netDevEnds {
+			return b[:n], nil
+		}
 	}
 }
 
