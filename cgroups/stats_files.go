@@ -2,6 +2,7 @@ package cgroups
 
 import (
 	"errors"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
@@ -45,29 +46,40 @@ func (f *StatsFiles) ReadStats(path string, fig Figures) (*Stats, error) {
 	return s, err
 }
 
-// ReadStatsAfter is ReadStats given prev, what an earlier read of the same
-// cgroup with Detail returned (nil for none). When the cgroup's CPU usage
-// reads as it did in prev, none of its tasks has been on a CPU since prev
-// read it, and the Detail figures that move only while one runs are taken
-// from prev instead of their files; reused says so. Those are OOMKills,
-// the pids count and, on v1, the CPU time by mode and block I/O (on v2
-// the first comes with the usage, and writeback moves io.stat without the
-// cgroup's tasks). On this project's hosts a pread of a cgroup file costs
-// 4 to 5 us in a scrape of 100 pods, most of it the system call's, and
-// an idle cgroup (a sleeping container, a pod's pause) is read in 4
-// files instead of 8 or 9 on v1 (5 instead of 7 on v2). Read in any case:
-// memory, which reclaim moves without the cgroup's tasks, and the CFS
-// counters (v1 cpu.stat; on v2 the file the usage comes from), whose
-// period timer runs on after them.
+// Earlier is an earlier read of a cgroup, which ReadStatsAfter may take
+// figures from.
+type Earlier struct {
+	// Stats is what a read of the cgroup with Detail returned.
+	Stats *Stats
+	// IdleFor is how long the cgroup's CPU usage has read as in Stats: the
+	// time since the first read that saw it so.
+	IdleFor time.Duration
+}
+
+// ReadStatsAfter is ReadStats given prev, an earlier read of the same
+// cgroup (nil for none). When the cgroup's CPU usage reads as it did in
+// prev, none of its tasks has been on a CPU since prev read it, and the
+// Detail figures that move only while one runs are taken from prev
+// instead of their files; reused says so. Those are OOMKills, the pids
+// count and, on v1, the CPU time by mode, block I/O and, once the cgroup
+// has been idle for a few seconds (cfsSettled), the CFS counters of
+// cpu.stat (on v2 the CPU figures come with the usage, and writeback
+// moves io.stat without the cgroup's tasks). On this project's hosts a
+// pread of a cgroup file costs 4 to 5 us in a scrape of 100 pods, most of
+// it the system call's, and an idle cgroup (a sleeping container, a pod's
+// pause) is read in 3 files instead of 8 or 9 on v1 (5 instead of 7 on
+// v2). Memory is read in any case: reclaim moves it without the cgroup's
+// tasks.
 //
 // A figure reused is as fresh as prev, which holds as long as the rule
 // above does. It can fail to for a task that does not run between being
-// counted and the next read: one moved in or out by another process
-// (pids), an OOM victim still asleep (OOMKills); so the caller reads
-// afresh, with a nil prev, at least every few seconds (the stats Provider:
-// every FsMaxAge, as the limits). prev's IO is shared with the result;
-// neither is modified after.
-func (f *StatsFiles) ReadStatsAfter(path string, fig Figures, prev *Stats) (s *Stats, reused bool, err error) {
+// counted and the next read: one moved in or out by another process and
+// not run (pids), an OOM victim still asleep (OOMKills), a cgroup given a
+// CPU quota while idle (the kernel then starts the period timer, which
+// counts a period or two); so the caller reads afresh, with a nil prev,
+// every so often (the stats Provider: every keptFor). prev's IO is
+// shared with the result; neither is modified after.
+func (f *StatsFiles) ReadStatsAfter(path string, fig Figures, prev *Earlier) (s *Stats, reused bool, err error) {
 	open := f.files(path)
 	if f.m.version == 2 {
 		s, reused, err = f.m.readStatsV2(path, fig, open, prev)

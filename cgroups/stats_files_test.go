@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 )
@@ -184,12 +185,13 @@ func TestStatsFilesReal(t *testing.T) {
 }
 
 // ReadStatsAfter takes from prev the figures that move only while the
-// cgroup's tasks run when its CPU usage reads as in prev, and reads the
-// rest (memory, the CFS counters, v2's io.stat) from the files; with the
-// usage moved, 0, or no prev, it reads every file.
+// cgroup's tasks run when its CPU usage reads as in prev, the v1 CFS
+// counters too once it has been idle for cfsSettled, and reads the rest
+// (memory, v2's io.stat) from the files; with the usage moved, 0, or no
+// prev, it reads every file.
 func TestStatsFilesAfter(t *testing.T) {
 	prev := &Stats{
-		CPU:    CPUStats{UsageNanos: 1_000_000, UserNanos: 1, SystemNanos: 2},
+		CPU:    CPUStats{UsageNanos: 1_000_000, UserNanos: 1, SystemNanos: 2, Periods: 3, ThrottledPeriods: 4, ThrottledNanos: 5},
 		Memory: MemoryStats{OOMKills: 9},
 		Pids:   PidsStats{Current: 7},
 		IO:     []IOStats{{Major: 8, ReadBytes: 5}},
@@ -238,15 +240,17 @@ func TestStatsFilesAfter(t *testing.T) {
 		}},
 	} {
 		for _, s := range []struct {
-			name   string
-			usage  string
-			prev   *Stats
-			reused bool
+			name    string
+			usage   string
+			prev    *Earlier
+			reused  bool
+			settled bool // the CFS counters from prev (v1)
 		}{
-			{"usage as in prev", "1000000", prev, true},
-			{"usage moved", "2000000", prev, false},
-			{"no prev", "1000000", nil, false},
-			{"usage 0", "0", &Stats{}, false},
+			{"usage as in prev", "1000000", &Earlier{Stats: prev, IdleFor: time.Second}, true, false},
+			{"usage as in prev for long", "1000000", &Earlier{Stats: prev, IdleFor: cfsSettled}, true, true},
+			{"usage moved", "2000000", &Earlier{Stats: prev, IdleFor: time.Minute}, false, false},
+			{"no prev", "1000000", nil, false, false},
+			{"usage 0", "0", &Earlier{Stats: &Stats{}, IdleFor: time.Minute}, false, false},
 		} {
 			t.Run(fmt.Sprintf("v%d/%s", c.version, s.name), func(t *testing.T) {
 				mountRoot := t.TempDir()
@@ -271,6 +275,9 @@ func TestStatsFilesAfter(t *testing.T) {
 					if c.version == 1 { // v2's come with the usage, and io.stat is read
 						want.CPU.UserNanos, want.CPU.SystemNanos = prev.CPU.UserNanos, prev.CPU.SystemNanos
 						want.IO = prev.IO
+						if s.settled {
+							want.CPU.Periods, want.CPU.ThrottledPeriods, want.CPU.ThrottledNanos = prev.CPU.Periods, prev.CPU.ThrottledPeriods, prev.CPU.ThrottledNanos
+						}
 					}
 				}
 				if reused != s.reused || !reflect.DeepEqual(*got, want) {
@@ -288,6 +295,12 @@ func TestStatsFilesAfterReal(t *testing.T) {
 	_, m, g := realPod(t, "after-real")
 	podPath := m.PodCgroupParent(g)
 	dir := filepath.Join(DefaultMountRoot, "cpuacct", podPath)
+	// Without a quota the CFS counters stay 0, and the reads below can be
+	// compared whole (with one, the period timer ticks on for a while
+	// after the shell ran).
+	if err := os.WriteFile(filepath.Join(DefaultMountRoot, "cpu", podPath, "cpu.cfs_quota_us"), []byte("-1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// A shell in the pod's cgroup (cpuacct, memory, pids) that runs a loop
 	// each time a line comes on its input.
 	cmd := exec.Command("sh", "-c", `for h in cpuacct memory pids; do echo $$ > `+DefaultMountRoot+`/$h`+podPath+`/cgroup.procs; done; echo joined; while read l; do i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; echo done; done`)
@@ -313,7 +326,7 @@ func TestStatsFilesAfterReal(t *testing.T) {
 	if err != nil || reused || first.Pids.Current != 1 {
 		t.Fatalf("first read = %+v, reused %v, %v; want the shell counted, nothing reused", first, reused, err)
 	}
-	got, reused, err := f.ReadStatsAfter(podPath, AllFigures, first)
+	got, reused, err := f.ReadStatsAfter(podPath, AllFigures, &Earlier{Stats: first, IdleFor: cfsSettled})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +343,7 @@ func TestStatsFilesAfterReal(t *testing.T) {
 	if !lines.Scan() || lines.Text() != "done" {
 		t.Fatalf("the shell did not run its loop: %q", lines.Text())
 	}
-	if got, reused, err := f.ReadStatsAfter(podPath, AllFigures, first); err != nil || reused || got.CPU.UsageNanos <= first.CPU.UsageNanos {
+	if got, reused, err := f.ReadStatsAfter(podPath, AllFigures, &Earlier{Stats: first, IdleFor: cfsSettled}); err != nil || reused || got.CPU.UsageNanos <= first.CPU.UsageNanos {
 		t.Errorf("after the shell ran: %+v, reused %v, %v; want every file read, the usage grown from %d", got, reused, err, first.CPU.UsageNanos)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
@@ -327,11 +328,18 @@ func file(dir, name string) string {
 // v2) and grows whenever a task of the cgroup, or of one below it, is on
 // a CPU. A usage of 0 says nothing (a cgroup made anew, whose tasks have
 // not run yet), nor does a nil prev. See StatsFiles.ReadStatsAfter.
-func ranNoTask(prev *Stats, usage uint64) bool {
-	return prev != nil && usage != 0 && usage == prev.CPU.UsageNanos
+func ranNoTask(prev *Earlier, usage uint64) bool {
+	return prev != nil && prev.Stats != nil && usage != 0 && usage == prev.Stats.CPU.UsageNanos
 }
 
-func (m *Manager) readStatsV1(path string, fig Figures, open *cgroupFiles, prev *Stats) (*Stats, bool, error) {
+// cfsSettled is how long after a cgroup's tasks last ran its CFS
+// counters (v1 cpu.stat) no longer move: the kernel's period timer counts
+// a period at each expiry while the cgroup has a quota and stops at the
+// second expiry that finds it idle, and a period is at most 1 s (the
+// largest cpu.cfs_period_us); a second more for a late timer.
+const cfsSettled = 3 * time.Second
+
+func (m *Manager) readStatsV1(path string, fig Figures, open *cgroupFiles, prev *Earlier) (*Stats, bool, error) {
 	r := newReader()
 	r.mountRoot, r.cgroup, r.open = m.cfg.MountRoot, path, open
 	defer r.release()
@@ -366,10 +374,12 @@ func (m *Manager) readStatsV1(path string, fig Figures, open *cgroupFiles, prev 
 	if fig&Detail == 0 {
 		return &s, false, nil
 	}
-	// cpu.stat is read in any case: the CFS period timer goes on counting
-	// periods for up to two periods after the cgroup's tasks stop, and
-	// starts when a quota is written.
-	if err := r.keyed(v1CPUStat, func(k []byte, v uint64) {
+	idle := ranNoTask(prev, usage)
+	if idle && prev.IdleFor >= cfsSettled {
+		// The CFS period timer has stopped since the tasks last ran.
+		e := &prev.Stats.CPU
+		s.CPU.Periods, s.CPU.ThrottledPeriods, s.CPU.ThrottledNanos = e.Periods, e.ThrottledPeriods, e.ThrottledNanos
+	} else if err := r.keyed(v1CPUStat, func(k []byte, v uint64) {
 		switch string(k) {
 		case "nr_periods":
 			s.CPU.Periods = v
@@ -381,9 +391,10 @@ func (m *Manager) readStatsV1(path string, fig Figures, open *cgroupFiles, prev 
 	}); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		return nil, false, err
 	}
-	if ranNoTask(prev, usage) {
-		s.CPU.UserNanos, s.CPU.SystemNanos = prev.CPU.UserNanos, prev.CPU.SystemNanos
-		s.Memory.OOMKills, s.Pids.Current, s.IO = prev.Memory.OOMKills, prev.Pids.Current, prev.IO
+	if idle {
+		e := prev.Stats
+		s.CPU.UserNanos, s.CPU.SystemNanos = e.CPU.UserNanos, e.CPU.SystemNanos
+		s.Memory.OOMKills, s.Pids.Current, s.IO = e.Memory.OOMKills, e.Pids.Current, e.IO
 		return &s, true, nil
 	}
 	if err := r.keyed(v1CPUAcctStat, func(k []byte, v uint64) {
@@ -414,7 +425,7 @@ func (m *Manager) readStatsV1(path string, fig Figures, open *cgroupFiles, prev 
 	return &s, false, nil
 }
 
-func (m *Manager) readStatsV2(path string, fig Figures, open *cgroupFiles, prev *Stats) (*Stats, bool, error) {
+func (m *Manager) readStatsV2(path string, fig Figures, open *cgroupFiles, prev *Earlier) (*Stats, bool, error) {
 	r := newReader()
 	r.mountRoot, r.cgroup, r.open = m.cfg.MountRoot, path, open
 	defer r.release()
@@ -457,7 +468,7 @@ func (m *Manager) readStatsV2(path string, fig Figures, open *cgroupFiles, prev 
 		}
 		switch {
 		case idle:
-			s.Memory.OOMKills = prev.Memory.OOMKills
+			s.Memory.OOMKills = prev.Stats.Memory.OOMKills
 		case fig&Detail != 0:
 			if err := r.keyed(v2MemoryEvents, func(k []byte, v uint64) {
 				if string(k) == "oom_kill" {
@@ -481,7 +492,7 @@ func (m *Manager) readStatsV2(path string, fig Figures, open *cgroupFiles, prev 
 		return &s, false, nil
 	}
 	if idle {
-		s.Pids.Current = prev.Pids.Current
+		s.Pids.Current = prev.Stats.Pids.Current
 	} else if cur, err := r.uint(v2PidsCurrent); err == nil {
 		s.Pids.Current = cur
 	} else if !errors.Is(err, errdefs.ErrNotFound) {

@@ -154,7 +154,7 @@ type fakeFiles struct {
 	counts map[string]int
 	closed bool
 	// prevs, if set, records the prev of each path's last ReadStatsAfter.
-	prevs map[string]*cgroups.Stats
+	prevs map[string]*cgroups.Earlier
 }
 
 func (f *fakeFiles) ReadStats(path string, fig cgroups.Figures) (*cgroups.Stats, error) {
@@ -168,17 +168,17 @@ func (f *fakeFiles) ReadStats(path string, fig cgroups.Figures) (*cgroups.Stats,
 // ReadStatsAfter reads as ReadStats and, as the real one does, takes
 // prev's Detail figures when the CPU usage has not moved since it; it
 // records the prev it was given for each path.
-func (f *fakeFiles) ReadStatsAfter(path string, fig cgroups.Figures, prev *cgroups.Stats) (*cgroups.Stats, bool, error) {
+func (f *fakeFiles) ReadStatsAfter(path string, fig cgroups.Figures, prev *cgroups.Earlier) (*cgroups.Stats, bool, error) {
 	if f.prevs != nil {
 		f.prevs[path] = prev
 	}
 	st, err := f.ReadStats(path, fig)
-	if err != nil || prev == nil || fig&cgroups.Detail == 0 || st.CPU.UsageNanos == 0 || st.CPU.UsageNanos != prev.CPU.UsageNanos {
+	if err != nil || prev == nil || fig&cgroups.Detail == 0 || st.CPU.UsageNanos == 0 || st.CPU.UsageNanos != prev.Stats.CPU.UsageNanos {
 		return st, false, err
 	}
-	out := *st
-	out.CPU.UserNanos, out.CPU.SystemNanos = prev.CPU.UserNanos, prev.CPU.SystemNanos
-	out.Memory.OOMKills, out.Pids.Current, out.IO = prev.Memory.OOMKills, prev.Pids.Current, prev.IO
+	out, e := *st, prev.Stats
+	out.CPU.UserNanos, out.CPU.SystemNanos = e.CPU.UserNanos, e.CPU.SystemNanos
+	out.Memory.OOMKills, out.Pids.Current, out.IO = e.Memory.OOMKills, e.Pids.Current, e.IO
 	return &out, true, nil
 }
 
@@ -308,11 +308,11 @@ func TestProcessesCountedWithoutWalk(t *testing.T) {
 	if n := count(); n != 8 {
 		t.Errorf("after the pod ran: %d processes, want CountProcs' 8", n)
 	}
-	// Idle, but the count is FsMaxAge old: counted again.
+	// Idle, but the count is keptFor old: counted again.
 	files.counts["/kubepods/podu"] = 9
-	clk.SetTime(clk.Now().Add(p.cfg.FsMaxAge))
+	clk.SetTime(clk.Now().Add(keptFor))
 	if n := count(); n != 9 {
-		t.Errorf("with the last count FsMaxAge old: %d processes, want CountProcs' 9", n)
+		t.Errorf("with the last count keptFor old: %d processes, want CountProcs' 9", n)
 	}
 	delete(files.counts, "/kubepods/podu")
 	cg.setCPU("/kubepods/podu", 42e8)
@@ -431,10 +431,11 @@ func TestRunClosesWhenIdle(t *testing.T) {
 
 // /metrics/cadvisor takes a cgroup's figures that move only while its
 // tasks run from its last read of them while its CPU usage has not moved,
-// and reads them afresh once the usage moves or that read is FsMaxAge old.
+// telling the reader how long it has not, and reads them afresh once the
+// usage moves or that read is keptFor old.
 func TestDetailKeptWhileIdle(t *testing.T) {
 	p, cg, clk := testProvider(t)
-	files := &fakeFiles{fakeCgroups: cg, open: map[string]bool{}, prevs: map[string]*cgroups.Stats{}}
+	files := &fakeFiles{fakeCgroups: cg, open: map[string]bool{}, prevs: map[string]*cgroups.Earlier{}}
 	p.cfg.Files = files
 	const ctr = "/kubepods/podu/cid"
 	threads := func(n int) string {
@@ -449,25 +450,28 @@ func TestDetailKeptWhileIdle(t *testing.T) {
 	if body := scrape(t, p); !strings.Contains(body, threads(1)) || files.prevs[ctr] != nil {
 		t.Fatalf("first read: given %v, want none; body:\n%s", files.prevs[ctr], body)
 	}
-	step := []struct {
+	for _, s := range []struct {
 		name    string
 		after   time.Duration
 		threads uint64 // the file's count now
 		usage   uint64 // the cgroup's CPU usage now; 0 leaves it
 		want    int    // the count served
-		prev    bool   // whether the last read is given
+		// idleFor is how long the reader is told the usage has not
+		// moved; -1: no earlier read is given.
+		idleFor time.Duration
 	}{
 		// Nothing ran: the count is the last read's, even though the file
 		// (here) says otherwise.
-		{"idle", 2 * time.Second, 2, 0, 1, true},
-		{"still idle", 2 * time.Second, 2, 0, 1, true},
+		{"idle", 2 * time.Second, 2, 0, 1, 2 * time.Second},
+		{"still idle", 20 * time.Second, 2, 0, 1, 22 * time.Second},
 		// A task ran: read again.
-		{"ran", 2 * time.Second, 2, 31e8, 2, true},
-		// Idle again, but the read kept is FsMaxAge old: read again.
-		{"idle, kept read old", 10 * time.Second, 3, 0, 3, false},
-		{"idle after that read", 2 * time.Second, 4, 0, 3, true},
-	}
-	for _, s := range step {
+		{"ran", 2 * time.Second, 2, 31e8, 2, 24 * time.Second},
+		{"idle after it ran", 30 * time.Second, 3, 0, 2, 30 * time.Second},
+		// Idle, but the read kept is keptFor old: read again, and the
+		// usage has not moved since the read before.
+		{"idle, kept read old", 30 * time.Second, 3, 0, 3, -1},
+		{"idle after that read", 2 * time.Second, 4, 0, 3, 62 * time.Second},
+	} {
 		clk.Step(s.after)
 		setThreads(s.threads)
 		if s.usage != 0 {
@@ -477,8 +481,12 @@ func TestDetailKeptWhileIdle(t *testing.T) {
 		if !strings.Contains(body, threads(s.want)) {
 			t.Errorf("%s: want %q in:\n%s", s.name, threads(s.want), body)
 		}
-		if got := files.prevs[ctr] != nil; got != s.prev {
-			t.Errorf("%s: earlier read given %v, want %v", s.name, got, s.prev)
+		got := time.Duration(-1)
+		if e := files.prevs[ctr]; e != nil {
+			got = e.IdleFor
+		}
+		if got != s.idleFor {
+			t.Errorf("%s: told idle for %v, want %v", s.name, got, s.idleFor)
 		}
 	}
 	// The entry goes with the cgroup.

@@ -75,7 +75,7 @@ type openFiles interface {
 	// ReadStatsAfter is ReadStats given an earlier read with Detail, whose
 	// figures that move only while the cgroup's tasks run it takes when
 	// none has run since (reused).
-	ReadStatsAfter(path string, fig cgroups.Figures, prev *cgroups.Stats) (s *cgroups.Stats, reused bool, err error)
+	ReadStatsAfter(path string, fig cgroups.Figures, prev *cgroups.Earlier) (s *cgroups.Stats, reused bool, err error)
 	CPUSpec(path string) (cgroups.CPUSpec, error)
 	WalkProcs(path string, known []string, each func(pid int) bool)
 	// CountProcs counts what WalkProcs would walk, with ok false when it
@@ -182,13 +182,13 @@ type Provider struct {
 	// dropped.
 	specs map[string]specEntry
 	// detail holds each cgroup's last read of every Detail figure from
-	// its files, made at most FsMaxAge ago, which the next reads take
+	// its files, made less than keptFor ago, which the next reads take
 	// those figures from while the cgroup's tasks do not run (see
 	// cgroups.StatsFiles.ReadStatsAfter); guarded by mu. Entries of
 	// cgroups not seen in a snapshot are dropped.
 	detail map[string]statsEntry
-	// counts holds each pod cgroup's process count as counted at most
-	// FsMaxAge ago, with its CPU usage then; guarded by mu. A pod whose
+	// counts holds each pod cgroup's process count as counted less than
+	// keptFor ago, with its CPU usage then; guarded by mu. A pod whose
 	// usage has not moved since has not forked nor ended a process, and
 	// is not counted again (see walkPod). Entries of cgroups not seen in
 	// a snapshot are dropped.
@@ -236,10 +236,19 @@ type specEntry struct {
 	at   time.Time
 }
 
-// statsEntry is a cgroup's figures as read at at.
+// keptFor is how long the figures of a cgroup's last read from its files
+// (detail) and a pod's last process count (counts) serve while its tasks
+// do not run. Past it the cgroup is read afresh whatever its CPU usage,
+// which bounds how long a figure that moved without a task running (see
+// cgroups.StatsFiles.ReadStatsAfter) can be missed; a minute, so that of
+// the reads of a scraper every 15 or 30 s most idle cgroups' are spared.
+const keptFor = time.Minute
+
+// statsEntry is a cgroup's figures as read from its files at at; its CPU
+// usage has read as in stats since since.
 type statsEntry struct {
-	stats *cgroups.Stats
-	at    time.Time
+	stats     *cgroups.Stats
+	at, since time.Time
 }
 
 // countEntry is a pod's process count as counted at at, when its cgroup's
@@ -387,12 +396,13 @@ func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 		var st *cgroups.Stats
 		var err error
 		reused, detail := false, fig&cgroups.Detail != 0 && p.cfg.Files != nil
+		kept, haveKept := p.detail[path]
 		if detail {
 			// The figures kept of the cgroup's last read from the files,
-			// while they are younger than FsMaxAge (see detail).
-			var prev *cgroups.Stats
-			if e, ok := p.detail[path]; ok && now.Sub(e.at) < p.cfg.FsMaxAge && !now.Before(e.at) {
-				prev = e.stats
+			// while they are younger than keptFor (see detail).
+			var prev *cgroups.Earlier
+			if haveKept && now.Sub(kept.at) < keptFor && !now.Before(kept.at) {
+				prev = &cgroups.Earlier{Stats: kept.stats, IdleFor: now.Sub(kept.since)}
 			}
 			st, reused, err = p.cfg.Files.ReadStatsAfter(path, fig, prev)
 		} else {
@@ -407,7 +417,11 @@ func (p *Provider) snapshot(ctx context.Context, n need) *snapshot {
 		}
 		seen[path] = true
 		if detail && !reused {
-			p.detail[path] = statsEntry{stats: st, at: now}
+			since := now
+			if haveKept && kept.stats.CPU.UsageNanos == st.CPU.UsageNanos && !now.Before(kept.since) {
+				since = kept.since
+			}
+			p.detail[path] = statsEntry{stats: st, at: now, since: since}
 		}
 		switch {
 		case haveLimits:
@@ -612,7 +626,7 @@ func (p *Provider) walkPod(ps *podSample, n need, seen map[string]bool) {
 
 // countKept returns the pod's process count as last counted if its
 // cgroup's CPU usage has not moved since, and that count is younger than
-// FsMaxAge. Processes are made and ended only by tasks that run (fork,
+// keptFor. Processes are made and ended only by tasks that run (fork,
 // exit) and the usage, counted to the nanosecond, grows whenever a task
 // of the pod is on a CPU, so the count has not changed; a process moved
 // in or out by another one is the exception, which the age bounds. A
@@ -623,7 +637,7 @@ func (p *Provider) countKept(ps *podSample) (int, bool) {
 		return 0, false
 	}
 	now := p.cfg.Clock.Now()
-	if now.Sub(e.at) >= p.cfg.FsMaxAge || now.Before(e.at) {
+	if now.Sub(e.at) >= keptFor || now.Before(e.at) {
 		return 0, false
 	}
 	return e.procs, true
