@@ -20,6 +20,10 @@ type report struct {
 	// PodStart: manifest write to running on /pods, against the raw CRI
 	// calls, in ms.
 	PodStart *latencyPair `json:"podStart,omitempty"`
+	// PodStartOutside: manifest write to the container RUNNING in CRI,
+	// polled from outside the agent (issue 21's measure), against the
+	// same raw calls, in ms.
+	PodStartOutside *latencyPair `json:"podStartOutside,omitempty"`
 	// Batches: one directory write of N pods to all Running, in ms.
 	Batches []batch `json:"batches,omitempty"`
 	// ConfigEdit: manifest edit to the new version on /pods, in ms.
