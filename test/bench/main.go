@@ -247,7 +247,7 @@ func run(bedPath, bin, runtimeName string, o options, rep *report) error {
 	rep.Runtime = rt.Name()
 	var raw, agent, outside []time.Duration
 	for i := 0; i <= runs; i++ { // run 0 warms caches and is not counted
-		r, err := rawStart(ctx, rt, busybox.Ref, base, i)
+		r, err := rawStart(ctx, rt, busybox.Ref, base, i, a.trace)
 		if err != nil {
 			return fmt.Errorf("raw CRI run %d: %w", i, err)
 		}
@@ -464,7 +464,10 @@ func (a *agentProc) drain(ctx context.Context, rt *ctrdtest.Containerd) error {
 // one-container pod, times them, then removes the pod (untimed). The
 // sandbox asks for the runtime's default seccomp profile, as every
 // sandbox of the kubelet and of minikubelet does (see newRawPod).
-func rawStart(ctx context.Context, rt *ctrdtest.Containerd, image, base string, i int) (time.Duration, error) {
+//
+// With trace, it prints how long each step took, to read beside the
+// agent's log of its own pods (-keep-log).
+func rawStart(ctx context.Context, rt *ctrdtest.Containerd, image, base string, i int, trace bool) (time.Duration, error) {
 	p, err := newRawPod(base, "raw-"+strconv.Itoa(i), fmt.Sprintf("bench-raw-%d-%d", os.Getpid(), i), runtimeapi.NamespaceMode_POD)
 	if err != nil {
 		return 0, err
@@ -478,14 +481,17 @@ func rawStart(ctx context.Context, rt *ctrdtest.Containerd, image, base string, 
 	}
 	defer rmCgroup()
 	p.sandbox.Linux.CgroupParent = cg
+	cgroupAt := time.Now()
 	imageID, err := rawImageID(ctx, rt, image)
 	if err != nil {
 		return 0, err
 	}
+	sandboxFrom := time.Now()
 	sb, err := rt.Runtime().RunPodSandbox(ctx, p.sandbox, "")
 	if err != nil {
 		return 0, err
 	}
+	sandboxAt := time.Now()
 	defer func() {
 		_ = rt.Runtime().StopPodSandbox(ctx, sb)
 		_ = rt.Runtime().RemovePodSandbox(ctx, sb)
@@ -494,10 +500,16 @@ func rawStart(ctx context.Context, rt *ctrdtest.Containerd, image, base string, 
 	if err != nil {
 		return 0, err
 	}
+	createdAt := time.Now()
 	if err := rt.Runtime().StartContainer(ctx, id); err != nil {
 		return 0, err
 	}
-	return time.Since(start), nil
+	took := time.Since(start)
+	if trace {
+		fmt.Printf("bench: raw-%d cgroup %.1f ms, ImageStatus %.1f, RunPodSandbox %.1f, CreateContainer %.1f, StartContainer %.1f, all %.1f\n", i,
+			ms(cgroupAt.Sub(start)), ms(sandboxFrom.Sub(cgroupAt)), ms(sandboxAt.Sub(sandboxFrom)), ms(createdAt.Sub(sandboxAt)), ms(time.Since(createdAt)), ms(took))
+	}
+	return took, nil
 }
 
 // pollInterval is how often /pods is read while waiting for a pod: often
