@@ -507,7 +507,7 @@ func rawStart(ctx context.Context, rt *ctrdtest.Containerd, image, base string, 
 	took := time.Since(start)
 	if trace {
 		fmt.Printf("bench: raw-%d cgroup %.1f ms, ImageStatus %.1f, RunPodSandbox %.1f, CreateContainer %.1f, StartContainer %.1f, all %.1f\n", i,
-			ms(cgroupAt.Sub(start)), ms(sandboxFrom.Sub(cgroupAt)), ms(sandboxAt.Sub(sandboxFrom)), ms(createdAt.Sub(sandboxAt)), ms(time.Since(createdAt)), ms(took))
+			ms(cgroupAt.Sub(start)), ms(sandboxFrom.Sub(cgroupAt)), ms(sandboxAt.Sub(sandboxFrom)), ms(createdAt.Sub(sandboxAt)), ms(start.Add(took).Sub(createdAt)), ms(took))
 	}
 	return took, nil
 }
@@ -597,9 +597,6 @@ func (a *agentProc) stop() {
 	_ = a.cmd.Wait()
 }
 
-// start writes a manifest and times until /pods shows its container
-// running, then deletes the manifest and waits for the pod to be gone from
-// the runtime (untimed).
 // start writes the manifest of a pod of one container and times it from
 // the write to running on /pods, or with viaCRI to its container RUNNING
 // in the runtime, polled as a user's tool polls it (the agent is not
@@ -639,7 +636,11 @@ func (a *agentProc) start(ctx context.Context, rt *ctrdtest.Containerd, image st
 		if up() {
 			took = time.Since(start)
 			if a.trace {
-				fmt.Fprintf(os.Stderr, "bench: %s written %s, running on /pods %s\n", name, start.Format("15:04:05.000000"), time.Now().Format("15:04:05.000000"))
+				where := "on /pods"
+				if viaCRI {
+					where = "in CRI"
+				}
+				fmt.Fprintf(os.Stderr, "bench: %s written %s, running %s %s\n", name, start.Format("15:04:05.000000"), where, time.Now().Format("15:04:05.000000"))
 			}
 			break
 		}
