@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestStartWatchStampsAppContainerOnly(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	w := &startWatch{waiting: map[string]chan time.Time{}, stop: stop, done: make(chan struct{})}
+	events := make(chan *runtimeapi.ContainerEventResponse)
+	go w.follow(ctx, events)
+	defer w.close()
+
+	ev := func(typ runtimeapi.ContainerEventType, id, sandbox, pod string) *runtimeapi.ContainerEventResponse {
+		return &runtimeapi.ContainerEventResponse{ContainerId: id, ContainerEventType: typ,
+			PodSandboxStatus: &runtimeapi.PodSandboxStatus{Id: sandbox, Metadata: &runtimeapi.PodSandboxMetadata{Name: pod}}}
+	}
+	a, b := w.expect("a"), w.expect("b")
+	before := time.Now()
+	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "sa", "sa", "a") // a's sandbox
+	events <- ev(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, "ca", "sa", "a") // created, not started
+	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "cx", "sx", "x") // a pod nobody awaits
+	select {
+	case at := <-a:
+		t.Fatalf("pod a stamped at %v before its container started", at)
+	default:
+	}
+	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "ca", "sa", "a")
+	select {
+	case at := <-a:
+		if at.Before(before) {
+			t.Errorf("pod a stamped %v, before the events were sent (%v)", at, before)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("pod a's container started, but no stamp")
+	}
+	w.forget("b")
+	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "cb", "sb", "b")
+	// follow has taken the event (the channel is unbuffered) and b was
+	// forgotten: nothing may arrive.
+	w.mu.Lock()
+	left := len(w.waiting)
+	w.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d pods still awaited, want none", left)
+	}
+	select {
+	case at := <-b:
+		t.Errorf("forgotten pod b stamped at %v", at)
+	default:
+	}
+}
