@@ -210,6 +210,8 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 		DNS:             newDNSConfigurer(b.cfg.DNSConfig, b.hostIP),
 		ClusterDomain:   b.cfg.ClusterDomain,
 		Resources:       podResources,
+		// A burst of pods gets its sandboxes a few at a time.
+		MaxParallelSandboxStarts: b.cfg.SandboxStartWindow(),
 	}
 	features := runtimeFeatures(ctx, clients.Runtime)
 	syncerConfig.UsernsSupport = features.HandlerSupportsUserNamespaces

@@ -1,7 +1,13 @@
 // Package podworkers runs one goroutine per pod UID and drives that pod's
 // sandbox and containers in the runtime towards its spec. A pod's worker is
 // the only writer of that pod's containers (DESIGN.md rule 2), so no two
-// syncs of one pod ever overlap, and a slow pod never delays another.
+// syncs of one pod ever overlap, and a slow pod never delays another
+// (rule 1). One departure, on purpose: sandboxes are made a few at a time
+// (sandbox_window.go, --max-parallel-sandbox-starts), because in a burst
+// the runtime makes them no faster all at once, and a few at a time the
+// first pods run much sooner and the last no later; a sandbox start that
+// hangs gives its turn up after 10s, so it delays the pods behind it by
+// that at most.
 //
 // Each worker is a small state machine whose phase is derived from recorded
 // timestamps:

@@ -17,7 +17,8 @@ import (
 // from cfg with the runtime handler handler ("" for the default); when the
 // runtime keeps the sandbox's name reserved, it moves on to the next
 // attempt numbers (cfg.Metadata.Attempt says which it used).
-// The call is not cut short when ctx is cancelled (see uncancelled).
+// The call is not cut short when ctx is cancelled (see uncancelled); the
+// wait for its turn in the window of sandbox starts is (sandbox_window.go).
 // reason says why the pod needs a sandbox, for the log.
 func (s *Syncer) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig, handler, reason string) (string, error) {
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
@@ -26,6 +27,11 @@ func (s *Syncer) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.Po
 	if err := os.MkdirAll(s.podDir(pod.UID), 0o750); err != nil {
 		return "", fmt.Errorf("create pod directory: %w", err)
 	}
+	leave, err := s.sandboxes.enter(ctx)
+	if err != nil {
+		return "", fmt.Errorf("waiting to run the sandbox: %w", err)
+	}
+	defer leave()
 	id, err := s.cfg.Runtime.RunPodSandbox(uncancelled(ctx), cfg, handler)
 	for tries := 0; err != nil && nameReserved(err) && tries < maxNameReservedTries && ctx.Err() == nil; tries++ {
 		// containerd keeps the name of a sandbox it could not remove (after

@@ -151,7 +151,15 @@ type SyncerConfig struct {
 	// pods run with what it grants, and a resize is made through it
 	// (resize.go).
 	Resources resourceState
+	// MaxParallelSandboxStarts is how many RunPodSandbox calls run at
+	// once (sandbox_window.go); 0 or less: all of them.
+	MaxParallelSandboxStarts int
 }
+
+// sandboxStuckAfter is how long a RunPodSandbox call keeps its turn in
+// the window: far beyond the second or so a sandbox takes on a loaded
+// 2-core machine, far below the runtime request timeout.
+const sandboxStuckAfter = 10 * time.Second
 
 // Syncer does the runtime work of pod workers. It is safe for concurrent
 // use by different pods; calls for one pod must not overlap (Workers
@@ -173,6 +181,8 @@ type Syncer struct {
 	// resizeMu makes the pods' resize decisions one at a time, so that
 	// two resizes never both take the same free resources.
 	resizeMu sync.Mutex
+	// sandboxes is the window of RunPodSandbox calls.
+	sandboxes *sandboxWindow
 }
 
 var _ podSyncer = (*Syncer)(nil)
@@ -183,11 +193,12 @@ func NewSyncer(cfg SyncerConfig) *Syncer {
 		cfg.Events = events.Discard{}
 	}
 	return &Syncer{
-		cfg:     cfg,
-		backOff: newBackOff(cfg.Clock, cfg.BackOffInitial, cfg.BackOffMax, cfg.BackOffReset),
-		pulls:   newPullBackOff(cfg.Clock, cfg.ImagePullBackOffInitial, cfg.ImagePullBackOffMax),
-		waiting: map[types.UID]map[string]kubecontainer.Waiting{},
-		hooks:   newHookRunner(cfg.Runtime, cfg.Clock, cfg.HostIP),
+		cfg:       cfg,
+		backOff:   newBackOff(cfg.Clock, cfg.BackOffInitial, cfg.BackOffMax, cfg.BackOffReset),
+		pulls:     newPullBackOff(cfg.Clock, cfg.ImagePullBackOffInitial, cfg.ImagePullBackOffMax),
+		waiting:   map[types.UID]map[string]kubecontainer.Waiting{},
+		hooks:     newHookRunner(cfg.Runtime, cfg.Clock, cfg.HostIP),
+		sandboxes: newSandboxWindow(cfg.MaxParallelSandboxStarts, sandboxStuckAfter, cfg.Clock),
 		downward: downward.Resolver{
 			NodeName:    cfg.NodeName,
 			HostIP:      cfg.HostIP,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,15 +28,18 @@ type Config struct {
 	SyncFrequency         time.Duration
 	RuntimeEndpoint       string
 	RuntimeRequestTimeout time.Duration
-	RootDir               string
-	PodLogsDir            string
-	HostnameOverride      string
-	NodeIP                string
-	Address               string
-	ReadOnlyPort          int
-	HealthzBindAddress    string
-	HealthzPort           int
-	PLEGRelistPeriod      time.Duration
+	// MaxParallelSandboxStarts is how many RunPodSandbox calls run at
+	// once: 0 for one per CPU (at least 2), negative for all at once.
+	MaxParallelSandboxStarts int
+	RootDir                  string
+	PodLogsDir               string
+	HostnameOverride         string
+	NodeIP                   string
+	Address                  string
+	ReadOnlyPort             int
+	HealthzBindAddress       string
+	HealthzPort              int
+	PLEGRelistPeriod         time.Duration
 	// PLEGMode is auto, relist or evented.
 	PLEGMode string
 	// EventedPLEGRelistPeriod is the safety-net relist period in evented
@@ -146,6 +150,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SyncFrequency, "sync-frequency", c.SyncFrequency, "How often each running pod is synced against the runtime even when nothing changed (with up to 50% jitter).")
 	fs.StringVar(&c.RuntimeEndpoint, "container-runtime-endpoint", c.RuntimeEndpoint, "The CRI endpoint of the container runtime, e.g. unix:///run/containerd/containerd.sock. The agent waits for it when it is not up yet.")
 	fs.DurationVar(&c.RuntimeRequestTimeout, "runtime-request-timeout", c.RuntimeRequestTimeout, "Timeout of every CRI request except long-running ones (image pulls, stops, which add their own time).")
+	fs.IntVar(&c.MaxParallelSandboxStarts, "max-parallel-sandbox-starts", c.MaxParallelSandboxStarts, "How many pod sandboxes are made at once (CRI RunPodSandbox); the pods beyond wait their turn, first come first served, so that in a burst the first pods run sooner and none later: a sandbox is CPU and kernel work that does not go faster for being asked for many times at once. A call still running after 10s gives its turn up. 0: one per CPU, at least 2; negative: no limit, as the kubelet. Not a kubelet flag.")
 	fs.StringVar(&c.RootDir, "root-dir", c.RootDir, "Directory for the agent's files: pod data under <root-dir>/pods/<uid>.")
 	fs.StringVar(&c.PodLogsDir, "pod-logs-dir", c.PodLogsDir, "Directory of container logs: <pod-logs-dir>/<namespace>_<name>_<uid>/<container>/<restart>.log.")
 	fs.StringVar(&c.HostnameOverride, "hostname-override", c.HostnameOverride, "The node name, used to name static pods (<pod>-<node>) and to derive their UIDs. Default: the host's name, lowercased.")
@@ -181,6 +186,19 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	c.addEvictionFlags(fs)
 	c.addAllocatableFlags(fs)
 	c.addPodsFlags(fs)
+}
+
+// SandboxStartWindow is MaxParallelSandboxStarts resolved: how many
+// sandboxes are made at once, 0 for no limit.
+func (c *Config) SandboxStartWindow() int {
+	switch {
+	case c.MaxParallelSandboxStarts < 0:
+		return 0
+	case c.MaxParallelSandboxStarts == 0:
+		return max(2, runtime.NumCPU())
+	default:
+		return c.MaxParallelSandboxStarts
+	}
 }
 
 // Validate reports every bad value, each naming its flag.

@@ -2,6 +2,8 @@ package config
 
 import (
 	"flag"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,5 +98,27 @@ func TestValidateCgroupFlags(t *testing.T) {
 				t.Errorf("Validate = %v, want error: %v", err, tt.bad)
 			}
 		})
+	}
+}
+
+func TestSandboxStartWindow(t *testing.T) {
+	for _, tc := range []struct {
+		flag int
+		want int
+	}{
+		{flag: -1, want: 0},
+		{flag: 0, want: max(2, runtime.NumCPU())},
+		{flag: 1, want: 1},
+		{flag: 7, want: 7},
+	} {
+		c := Default()
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		c.AddFlags(fs)
+		if err := fs.Parse([]string{"--max-parallel-sandbox-starts=" + strconv.Itoa(tc.flag)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.SandboxStartWindow(); got != tc.want {
+			t.Errorf("--max-parallel-sandbox-starts=%d: window %d, want %d", tc.flag, got, tc.want)
+		}
 	}
 }

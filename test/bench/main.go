@@ -53,6 +53,9 @@ func main() {
 	bin := flag.String("bin", "bin/minikubelet", "the minikubelet binary")
 	runtimeName := flag.String("runtime", "containerd-2.1", "which runtime of the bed to use")
 	runs := flag.Int("runs", 15, "measured runs of each kind (after one warm-up each)")
+	windowPods := flag.Int("window-sweep", 0, "only run the experiment behind the agent's window of sandbox starts: this many pods started at once with direct CRI calls, all sandboxes at once and then at most -window-sweep-pars at a time, two rounds (0: off)")
+	windowPars := flag.String("window-sweep-pars", "8,4,2", "sandboxes at a time tried by -window-sweep")
+	windowHostNet := flag.Bool("window-sweep-host-network", false, "-window-sweep's pods on the node's network instead of bridge CNI")
 	polledStart := flag.Bool("start-polled", false, "also time each pod start with /pods polled every 5ms from the manifest's write, in runs of their own (the measure before 2026-12-07: the poll's CPU slows the runtime calls it times)")
 	keep := flag.String("keep-log", "", "copy minikubelet's log (at -v=4) to this file")
 	writes := flag.Int("config-writes", 100, "manifest edits timed from write to the pod's new version on /pods (0 skips)")
@@ -99,12 +102,15 @@ func main() {
 		}
 		return
 	}
-	opts := options{runs: *runs, polled: *polledStart, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegCounts: counts(*plegCounts), cpuFor: *cpuFor,
+	opts := options{runs: *runs, polled: *polledStart, windowPods: *windowPods, windowPars: counts(*windowPars), windowHostNet: *windowHostNet, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegCounts: counts(*plegCounts), cpuFor: *cpuFor,
 		probePods: *probePods, probeProfile: *profile, statsPods: *statsPods, statsCalls: *statsCalls, statsProfile: *statsProfile,
 		batches: counts(*batches), graceKills: *graceKills, jsonOut: *jsonOut, plotOut: *plotOut, evictions: *evictions, evictionsPolling: *evictionsPolling}
 	copts := clusterOptions{binsPath: *binsPath, execRuns: *execRuns, transferMiB: *transferMiB, pfRuns: *pfRuns, streams: *streams, rounds: *rounds,
 		profileDir: *clusterProfiles, keepLogs: *clusterLogs, streaming: *clusterStreaming, nodeOn: *clusterNode,
 		node: nodeOptions{steadyPods: *steadyPods, steadyFor: *steadyFor, seqPods: *seqPods, batchPods: *batchPods, batchSettle: *batchSettle, trace: *clusterTrace}}
+	if opts.windowPods > 0 {
+		*clusterOn, *standalone = false, true
+	}
 	if err := benchAll(*bedPath, *bin, *runtimeName, *standalone, *clusterOn, opts, copts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -169,12 +175,17 @@ type options struct {
 	runs int
 	// polled: the pod start is also timed with /pods polled from the
 	// write (see agentProc.start).
-	polled   bool
-	keepLog  string
-	writes   int
-	idlePods int
-	idleFor  time.Duration
-	kills    int
+	polled bool
+	// windowPods, windowPars, windowHostNet: the -window-sweep
+	// experiment (windowsweep.go), run instead of everything else.
+	windowPods    int
+	windowPars    []int
+	windowHostNet bool
+	keepLog       string
+	writes        int
+	idlePods      int
+	idleFor       time.Duration
+	kills         int
 	// plegCounts are the pod counts of the steady-state measurements,
 	// each lasting cpuFor.
 	plegCounts []int
@@ -217,7 +228,10 @@ func run(bedPath, bin, runtimeName string, o options, rep *report) error {
 	}
 	defer os.RemoveAll(base)
 	ctx := context.Background()
-	rt, err := ctrdtest.Start(ctx, ctrdtest.Options{Runtime: rtSpec, Bed: bed, BaseDir: base})
+	// The raw calls get the agent's (and the kubelet's) CRI timeout: in a
+	// raw batch of 110 at once on a slow day, a RunPodSandbox took longer
+	// than ctrdtest's 30s.
+	rt, err := ctrdtest.Start(ctx, ctrdtest.Options{Runtime: rtSpec, Bed: bed, BaseDir: base, CRITimeout: 2 * time.Minute})
 	if err != nil {
 		return err
 	}
@@ -246,6 +260,14 @@ func run(bedPath, bin, runtimeName string, o options, rep *report) error {
 		}()
 	}
 
+	if o.windowPods > 0 {
+		network, what := runtimeapi.NamespaceMode_POD, "bridge CNI"
+		if o.windowHostNet {
+			network, what = runtimeapi.NamespaceMode_NODE, "host network"
+		}
+		fmt.Printf("raw CRI calls, %d pods (%s) at once with at most N sandboxes made at a time, N in %v\n", o.windowPods, what, append([]int{o.windowPods}, o.windowPars...))
+		return windowSweep(ctx, rt, busybox.Ref, base, o.windowPods, network, append([]int{o.windowPods}, o.windowPars...), 2)
+	}
 	rep.Runtime = rt.Name()
 	w, err := watchStarts(ctx, rt)
 	if err != nil {

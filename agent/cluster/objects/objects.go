@@ -10,6 +10,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -260,7 +261,7 @@ func (o *Cache) GetServiceAccountToken(ctx context.Context, namespace, name stri
 	if cached != nil && now.Before(cached.renewAt) {
 		return cached.tr, nil
 	}
-	tr, err := o.cfg.Client.ServiceAccounts(namespace).CreateToken(ctx, name, req.DeepCopy(), metav1.CreateOptions{})
+	tr, err := o.createToken(ctx, namespace, name, req)
 	if err != nil {
 		if cached != nil && now.Before(cached.expiresAt) {
 			return cached.tr, nil
@@ -280,6 +281,45 @@ func (o *Cache) GetServiceAccountToken(ctx context.Context, namespace, name stri
 	o.tokens[key] = &cachedToken{tr: tr, renewAt: renew, expiresAt: exp}
 	o.mu.Unlock()
 	return tr, nil
+}
+
+// boundPodRetries are the waits before asking again for a token bound to a
+// pod the apiserver said it does not have.
+var boundPodRetries = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
+
+// createToken asks the TokenRequest API for a token. The agent asks as
+// soon as its watch delivers a new pod, and under load the apiserver can
+// answer that the bound pod is not found (50 pods created at once, 1 to 8
+// of them, 2026-12-07): the request is made again within 1.5s rather than
+// failing the pod's sync, which would be retried only 10s later.
+func (o *Cache) createToken(ctx context.Context, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	for try := 0; ; try++ {
+		tr, err := o.cfg.Client.ServiceAccounts(namespace).CreateToken(ctx, name, req.DeepCopy(), metav1.CreateOptions{})
+		if err == nil || try == len(boundPodRetries) || !boundPodNotFound(err, req) {
+			return tr, err
+		}
+		klog.FromContext(ctx).V(2).Info("Token request: the apiserver does not have the bound pod yet; asking again", "serviceAccount", namespace+"/"+name, "pod", req.Spec.BoundObjectRef.Name, "after", boundPodRetries[try])
+		select {
+		case <-o.cfg.Clock.After(boundPodRetries[try]):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+// boundPodNotFound reports whether err says that the pod req's token is to
+// be bound to does not exist.
+func boundPodNotFound(err error, req *authenticationv1.TokenRequest) bool {
+	ref := req.Spec.BoundObjectRef
+	if ref == nil || ref.Kind != "Pod" || !apierrors.IsNotFound(err) {
+		return false
+	}
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || status.Status().Details == nil {
+		return false
+	}
+	d := status.Status().Details
+	return (d.Kind == "pod" || d.Kind == "pods") && d.Name == ref.Name
 }
 
 // tokenKey identifies a token request: the account, audiences, expiry and

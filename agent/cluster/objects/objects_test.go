@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
@@ -466,5 +468,63 @@ func TestServiceAccountTokens(t *testing.T) {
 	clk.Step(20 * time.Minute)
 	if _, err := o.GetServiceAccountToken(ctx, "ns", "default", req); err == nil {
 		t.Error("an expired token was handed out while the apiserver is down")
+	}
+}
+
+func TestServiceAccountTokenBoundPodNotYetFound(t *testing.T) {
+	bound := &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "p", UID: "u1"}
+	notFound := func(kind, name string) error {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: kind}, name) // the apiserver names the bound pod "pod"
+	}
+	tests := []struct {
+		name      string
+		errs      []error // answers before a token, in order
+		bound     *authenticationv1.BoundObjectReference
+		wantCalls int
+		wantErr   bool
+	}{
+		{name: "bound pod found on the third ask", errs: []error{notFound("pod", "p"), notFound("pod", "p")}, bound: bound, wantCalls: 3},
+		{name: "bound pod never found", errs: slices.Repeat([]error{notFound("pod", "p")}, 10), bound: bound, wantCalls: 5, wantErr: true},
+		{name: "service account not found: no second ask", errs: []error{notFound("serviceaccount", "default")}, bound: bound, wantCalls: 1, wantErr: true},
+		{name: "another pod not found: no second ask", errs: []error{notFound("pod", "other")}, bound: bound, wantCalls: 1, wantErr: true},
+		{name: "not bound to a pod: no second ask", errs: []error{notFound("pod", "p")}, wantCalls: 1, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+			var calls atomic.Int32
+			client.PrependReactor("create", "serviceaccounts", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				n := int(calls.Add(1))
+				if n <= len(tt.errs) {
+					return true, nil, tt.errs[n-1]
+				}
+				return true, &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{
+					Token: "tok", ExpirationTimestamp: metav1.NewTime(clk.Now().Add(time.Hour)),
+				}}, nil
+			})
+			o := New(Config{Client: kubeclienttest.Wrap(client), Clock: clk})
+			req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"a"}, BoundObjectRef: tt.bound}}
+			done := make(chan error, 1)
+			go func() {
+				_, err := o.GetServiceAccountToken(context.Background(), "ns", "default", req)
+				done <- err
+			}()
+			var err error
+		wait:
+			for {
+				select {
+				case err = <-done:
+					break wait
+				case <-time.After(time.Millisecond):
+					if clk.HasWaiters() {
+						clk.Step(time.Second)
+					}
+				}
+			}
+			if (err != nil) != tt.wantErr || int(calls.Load()) != tt.wantCalls {
+				t.Errorf("err %v after %d asks, want error %v after %d", err, calls.Load(), tt.wantErr, tt.wantCalls)
+			}
+		})
 	}
 }
