@@ -232,6 +232,14 @@ func newRuntimeParts(ctx context.Context, b *baseParts, clients *cri.Clients) (*
 		Cache:          b.cache,
 		Clock:          b.clock,
 		ResyncInterval: b.cfg.SyncFrequency,
+		// Node mode deletes a pod being deleted from the API once it is
+		// gone from the node: tell it at once rather than at its next
+		// check a second later.
+		OnGone: func(uid types.UID) {
+			if reporters != nil {
+				reporters.Notify(uid)
+			}
+		},
 	})
 	lifecycle := newPLEG(b, clients)
 	b.metrics.RegisterPLEG(lifecycle)

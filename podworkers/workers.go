@@ -95,6 +95,10 @@ type Config struct {
 	// ResyncInterval is how often a synced pod is synced again without a
 	// cause; each interval gets up to 50% jitter.
 	ResyncInterval time.Duration
+	// OnGone, if set, is called (from the pod's goroutine, without locks
+	// held) once a terminated pod's worker is forgotten: the pod is gone
+	// from the node, and node mode can delete it from the API at once.
+	OnGone func(types.UID)
 }
 
 // Workers owns the per-pod goroutines. Its methods are safe for concurrent
@@ -326,6 +330,9 @@ func (w *Workers) podLoop(ctx context.Context, uid types.UID, st *podState) {
 			lastSync = res.StatusTime
 		}
 		if done := w.afterSync(uid, st, syncOutcome{phase: ph, result: res, err: err}, logger); done {
+			if w.cfg.OnGone != nil {
+				w.cfg.OnGone(uid)
+			}
 			return
 		}
 	}

@@ -884,3 +884,37 @@ func TestWorkersHoldStarts(t *testing.T) {
 		t.Errorf("after the hold, call 7 = %s of %s, want a sync of %s", got.kind, got.uid, web.UID)
 	}
 }
+
+func TestWorkersOnGone(t *testing.T) {
+	f := newWorkers(t, 0)
+	type gone struct {
+		uid   types.UID
+		known bool
+	}
+	calls := make(chan gone, 4)
+	f.w.cfg.OnGone = func(uid types.UID) {
+		calls <- gone{uid: uid, known: slices.Contains(f.w.Known(), uid)}
+	}
+	pod := newPod("web", []string{"app"})
+	f.update(Create, pod)
+	f.syncer.waitDone(t, 1)
+	select {
+	case c := <-calls:
+		t.Fatalf("OnGone(%s) for a pod that runs", c.uid)
+	default:
+	}
+	f.kill(pod, int64p(0))
+	select {
+	case c := <-calls:
+		if c.uid != pod.UID || c.known {
+			t.Errorf("OnGone(%s) with the worker still known: %v; want %s, forgotten", c.uid, c.known, pod.UID)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pod was killed and removed, but OnGone was not called")
+	}
+	select {
+	case c := <-calls:
+		t.Errorf("OnGone(%s) called twice", c.uid)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
