@@ -112,15 +112,9 @@ func rawDeath(ctx context.Context, rt *ctrdtest.Containerd, image, base string, 
 
 	evCtx, stopEvents := context.WithCancel(ctx)
 	defer stopEvents()
-	events := make(chan *runtimeapi.ContainerEventResponse, 64)
-	connected := make(chan struct{})
-	go func() {
-		_ = rt.Runtime().GetContainerEvents(evCtx, events, func(runtimeapi.RuntimeService_GetContainerEventsClient) { close(connected) })
-	}()
-	select {
-	case <-connected:
-	case <-time.After(10 * time.Second):
-		return nil, nil, fmt.Errorf("%s: no GetContainerEvents stream", rt.Name())
+	events, err := containerEvents(evCtx, rt)
+	if err != nil {
+		return nil, nil, err
 	}
 
 	id, err := createStart(0)
@@ -151,7 +145,7 @@ func rawDeath(ctx context.Context, rt *ctrdtest.Containerd, image, base string, 
 }
 
 // drainEvents drops the events already received.
-func drainEvents(ch chan *runtimeapi.ContainerEventResponse) {
+func drainEvents(ch <-chan *runtimeapi.ContainerEventResponse) {
 	for {
 		select {
 		case <-ch:
@@ -162,7 +156,7 @@ func drainEvents(ch chan *runtimeapi.ContainerEventResponse) {
 }
 
 // awaitStopped waits for the runtime's CONTAINER_STOPPED event of id.
-func awaitStopped(events chan *runtimeapi.ContainerEventResponse, id string, d time.Duration) error {
+func awaitStopped(events <-chan *runtimeapi.ContainerEventResponse, id string, d time.Duration) error {
 	timeout := time.After(d)
 	for {
 		select {

@@ -30,22 +30,33 @@ type startWatch struct {
 // runtime does not serve them (containerd 1.6).
 func watchStarts(ctx context.Context, rt *ctrdtest.Containerd) (*startWatch, error) {
 	ctx, stop := context.WithCancel(ctx)
+	events, err := containerEvents(ctx, rt)
+	if err != nil {
+		stop()
+		return nil, err
+	}
 	w := &startWatch{waiting: map[string]chan time.Time{}, stop: stop, done: make(chan struct{})}
+	go w.follow(ctx, events)
+	return w, nil
+}
+
+// containerEvents subscribes to rt's container events (CRI
+// GetContainerEvents) until ctx ends, and waits for the stream to be up:
+// the events that follow are all delivered. It fails if the runtime does
+// not serve them (containerd 1.6) or the stream is not up within 10s.
+func containerEvents(ctx context.Context, rt *ctrdtest.Containerd) (<-chan *runtimeapi.ContainerEventResponse, error) {
 	events := make(chan *runtimeapi.ContainerEventResponse, 64)
 	connected := make(chan struct{})
 	failed := make(chan error, 1)
 	go func() {
 		failed <- rt.Runtime().GetContainerEvents(ctx, events, func(runtimeapi.RuntimeService_GetContainerEventsClient) { close(connected) })
 	}()
-	go w.follow(ctx, events)
 	select {
 	case <-connected:
-		return w, nil
+		return events, nil
 	case err := <-failed:
-		w.close()
 		return nil, fmt.Errorf("%s: GetContainerEvents: %w", rt.Name(), err)
 	case <-time.After(10 * time.Second):
-		w.close()
 		return nil, fmt.Errorf("%s: no GetContainerEvents stream within 10s", rt.Name())
 	}
 }

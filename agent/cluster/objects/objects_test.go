@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minikubelet/minikubelet/internal/kubeclient/kubeclienttest"
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 // nodeAuthorizer makes a fake clientset answer list and watch of
@@ -511,17 +512,17 @@ func TestServiceAccountTokenBoundPodNotYetFound(t *testing.T) {
 				done <- err
 			}()
 			var err error
-		wait:
-			for {
+			polltest.Until(t, 10*time.Second, "the token request to end", func() (bool, string) {
 				select {
 				case err = <-done:
-					break wait
-				case <-time.After(time.Millisecond):
+					return true, ""
+				default:
 					if clk.HasWaiters() {
-						clk.Step(time.Second)
+						clk.Step(time.Second) // past every wait between asks
 					}
+					return false, fmt.Sprintf("%d asks so far", calls.Load())
 				}
-			}
+			})
 			if (err != nil) != tt.wantErr || int(calls.Load()) != tt.wantCalls {
 				t.Errorf("err %v after %d asks, want error %v after %d", err, calls.Load(), tt.wantErr, tt.wantCalls)
 			}
