@@ -17,7 +17,8 @@ import (
 // RunPodSandbox at once, and 17.0 to 17.7 s with 2 at a time, while the
 // median pod was running after 8.7 to 9.2 s instead of 17.0 to 17.5 (110
 // host-network pods: 44.9 to 45.7 s against 32.7 to 36.0, median 42 s
-// against 17 to 18; test/bench, 2026-12-07). The pods a window holds back
+// against 17 to 18; 2026-12-07, docs/bench/sandbox-window-2026-12-07.txt,
+// the sweep's first form). The pods a window holds back
 // would have waited as long in the runtime, behind all the others.
 //
 // A call that has not returned after stuck gives its turn up (it runs on),
