@@ -104,6 +104,16 @@ type nodeFigures struct {
 	// once; BatchEnd each batch's first creation to its last Running.
 	Batch    latency `json:"runningInBatch"`
 	BatchEnd latency `json:"batchAllRunning"`
+	// Where each pod's time went, read beside the runtime's container
+	// events (CRI GetContainerEvents): from its creation to its container
+	// started in the runtime (the agent's work before the runtime's, and
+	// the runtime's calls), and from there to Running in the API status
+	// (the agent learning of it and reporting it). One at a time and in
+	// batches.
+	SequentialToStarted latency `json:"createdToContainerStartedSequential"`
+	SequentialToRunning latency `json:"containerStartedToRunningSequential"`
+	BatchToStarted      latency `json:"createdToContainerStartedInBatch"`
+	BatchToRunning      latency `json:"containerStartedToRunningInBatch"`
 	// Requests per pod lifecycle (minus the idle rate), sequential and in
 	// batches, and per minute at steady state.
 	PerPodSequential requestFigures `json:"requestsPerPodSequential"`
@@ -138,6 +148,8 @@ type nodeFigures struct {
 
 	// The rounds' samples, summed up by finish.
 	seq, seqGone, batch, batchEnd  []time.Duration
+	seqStarted, seqReported        []time.Duration
+	batchStarted, batchReported    []time.Duration
 	steady, seqReq, batchReq       requestWindow
 	rss, anon, batchRSS, batchAnon []float64
 	settledRSS, settledAnon        []float64
@@ -226,6 +238,8 @@ func (w *requestWindow) perPod(idle *requestWindow) requestFigures {
 func (f *nodeFigures) finish() {
 	f.Sequential, f.SequentialGone = summarize(f.seq), summarize(f.seqGone)
 	f.Batch, f.BatchEnd = summarize(f.batch), summarize(f.batchEnd)
+	f.SequentialToStarted, f.SequentialToRunning = summarize(f.seqStarted), summarize(f.seqReported)
+	f.BatchToStarted, f.BatchToRunning = summarize(f.batchStarted), summarize(f.batchReported)
 	f.PerMinute = f.steady.perMinute()
 	f.PerPodSequential = f.seqReq.perPod(&f.steady)
 	f.PerPodBatch = f.batchReq.perPod(&f.steady)
@@ -321,6 +335,12 @@ func (nr *nodeReport) print() {
 	}
 	fmt.Printf("  ratio minikubelet/kubelet: one at a time median %.2fx, p99 %.2fx; at once median %.2fx, p99 %.2fx; all Running %.2fx (target 0.7x)\n",
 		nr.Ratios.SequentialMedian, nr.Ratios.SequentialP99, nr.Ratios.BatchMedian, nr.Ratios.BatchP99, nr.Ratios.BatchEnd)
+	fmt.Printf("  where the time goes (medians): created -> its container started in the runtime (CRI event) -> Running in the API status\n")
+	for _, f := range nr.Agents {
+		fmt.Printf("  %-12s one at a time %6.0f ms + %4.0f ms (p99 %6.0f + %4.0f)      at once %6.0f ms + %4.0f ms (p99 %6.0f + %4.0f)\n",
+			f.Agent, f.SequentialToStarted.MedianMs, f.SequentialToRunning.MedianMs, f.SequentialToStarted.P99Ms, f.SequentialToRunning.P99Ms,
+			f.BatchToStarted.MedianMs, f.BatchToRunning.MedianMs, f.BatchToStarted.P99Ms, f.BatchToRunning.P99Ms)
+	}
 	fmt.Printf("  deleted -> gone from the API, one at a time: minikubelet median %.0f ms, kubelet %.0f ms\n", m.SequentialGone.MedianMs, k.SequentialGone.MedianMs)
 	fmt.Printf("  agent CPU: minikubelet %.0f ms a minute at steady state, %.0f ms per pod one at a time, %.0f ms per pod at once; kubelet %.0f, %.0f, %.0f ms\n",
 		m.CPUPerMinuteMs, m.CPUPerPodSeqMs, m.CPUPerPodBatchMs, k.CPUPerMinuteMs, k.CPUPerPodSeqMs, k.CPUPerPodBatchMs)
@@ -380,6 +400,11 @@ func nodeBench(ctx context.Context, c *cluster.Cluster, client kubernetes.Interf
 	}
 	tr.trace = o.trace
 	defer tr.stop()
+	starts, err := watchStarts(ctx, c.Containerd())
+	if err != nil {
+		return err
+	}
+	defer starts.close()
 	node := c.NodeName()
 	// Steady: a few pods run.
 	var steady []string
@@ -412,23 +437,29 @@ func nodeBench(ctx context.Context, c *cluster.Cluster, client kubernetes.Interf
 	w, err = window(c, func() (int, error) {
 		for i := 0; i < o.seqPods; i++ {
 			name := fmt.Sprintf("seq-%d", i)
+			started := starts.expect(name)
 			if _, err := client.CoreV1().Pods("default").Create(ctx, nodeBenchPod(name, node, "seq"), metav1.CreateOptions{}); err != nil {
 				return 0, fmt.Errorf("create pod %s: %w", name, err)
 			}
-			took, _, err := tr.waitRunning(ctx, name, 2*time.Minute)
+			took, at, err := tr.waitRunning(ctx, name, 2*time.Minute)
 			if err != nil {
 				return 0, err
 			}
 			f.seq = append(f.seq, took)
+			toStarted, toRunning, err := split(starts, name, started, at, took)
+			if err != nil {
+				return 0, err
+			}
+			f.seqStarted, f.seqReported = append(f.seqStarted, toStarted), append(f.seqReported, toRunning)
 			start := time.Now()
 			if err := client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				return 0, fmt.Errorf("delete pod %s: %w", name, err)
 			}
-			at, err := tr.waitGone(ctx, name, 2*time.Minute)
+			gone, err := tr.waitGone(ctx, name, 2*time.Minute)
 			if err != nil {
 				return 0, err
 			}
-			f.seqGone = append(f.seqGone, at.Sub(start))
+			f.seqGone = append(f.seqGone, gone.Sub(start))
 		}
 		time.Sleep(tail)
 		return o.seqPods, nil
@@ -450,8 +481,10 @@ func nodeBench(ctx context.Context, c *cluster.Cluster, client kubernetes.Interf
 	errs := make([]error, o.batchPods)
 	var wg sync.WaitGroup
 	w, err = window(c, func() (int, error) {
+		started := make([]<-chan time.Time, len(names))
 		for i := range names {
 			names[i] = fmt.Sprintf("batch-%d", i)
+			started[i] = starts.expect(names[i])
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -463,12 +496,17 @@ func nodeBench(ctx context.Context, c *cluster.Cluster, client kubernetes.Interf
 			return 0, fmt.Errorf("create the batch: %w", err)
 		}
 		var first, lastRunning time.Time
-		for _, name := range names {
+		for i, name := range names {
 			took, at, err := tr.waitRunning(ctx, name, 5*time.Minute)
 			if err != nil {
 				return 0, err
 			}
 			f.batch = append(f.batch, took)
+			toStarted, toRunning, err := split(starts, name, started[i], at, took)
+			if err != nil {
+				return 0, err
+			}
+			f.batchStarted, f.batchReported = append(f.batchStarted, toStarted), append(f.batchReported, toRunning)
 			if added := at.Add(-took); first.IsZero() || added.Before(first) {
 				first = added
 			}
@@ -531,6 +569,25 @@ func nodeBench(ctx context.Context, c *cluster.Cluster, client kubernetes.Interf
 	last.batchReq.add(w)
 	f.LoadAverages = append(f.LoadAverages, last.loads()...)
 	return nil
+}
+
+// split divides a pod's creation-to-Running (took, seen Running at) at
+// its container's start in the runtime, which started received. The
+// event comes before the status that reports it, give or take the two
+// streams' delivery; a pod seen Running without it fails the bench.
+func split(starts *startWatch, name string, started <-chan time.Time, running time.Time, took time.Duration) (toStarted, toRunning time.Duration, err error) {
+	return splitWithin(starts, name, started, running, took, 10*time.Second)
+}
+
+func splitWithin(starts *startWatch, name string, started <-chan time.Time, running time.Time, took, within time.Duration) (toStarted, toRunning time.Duration, err error) {
+	select {
+	case at := <-started:
+		created := running.Add(-took)
+		return at.Sub(created), running.Sub(at), nil
+	case <-time.After(within):
+		starts.forget(name)
+		return 0, 0, fmt.Errorf("pod %s: Running in the API, but no CONTAINER_STARTED event from the runtime within %v", name, within)
+	}
 }
 
 // measured is one window's requests, length, pods, the agent's CPU time

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,5 +53,31 @@ func TestStartWatchStampsAppContainerOnly(t *testing.T) {
 	case at := <-b:
 		t.Errorf("forgotten pod b stamped at %v", at)
 	default:
+	}
+}
+
+func TestSplitAtContainerStart(t *testing.T) {
+	w := &startWatch{waiting: map[string]chan time.Time{}}
+	created := time.Date(2026, 12, 7, 19, 0, 0, 0, time.UTC)
+	running := created.Add(500 * time.Millisecond)
+
+	started := w.expect("p")
+	started2 := make(chan time.Time, 1)
+	started2 <- created.Add(420 * time.Millisecond)
+	toStarted, toRunning, err := splitWithin(w, "p", started2, running, running.Sub(created), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if toStarted != 420*time.Millisecond || toRunning != 80*time.Millisecond {
+		t.Errorf("split 500ms at +420ms: got %v + %v, want 420ms + 80ms", toStarted, toRunning)
+	}
+
+	// No event: an error naming the pod, and the pod is no longer awaited.
+	_, _, err = splitWithin(w, "p", started, running, running.Sub(created), 10*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "pod p:") {
+		t.Errorf("no event: got error %v, want one naming pod p", err)
+	}
+	if len(w.waiting) != 0 {
+		t.Errorf("pod p still awaited after the split gave up: %v", w.waiting)
 	}
 }
