@@ -34,14 +34,15 @@ func scalePod(name string) *v1.Pod {
 }
 
 // tracker records, per pod of a namespace, when its create and delete
-// calls started and when the watch first showed it Running and gone.
+// calls started and when the watch first showed it bound to a node
+// (spec.nodeName set: the scheduler's part is over), Running and gone.
 type tracker struct {
-	mu                              sync.Mutex
-	created, running, deleted, gone map[string]time.Time
+	mu                                     sync.Mutex
+	created, bound, running, deleted, gone map[string]time.Time
 }
 
 func newTracker() *tracker {
-	return &tracker{created: map[string]time.Time{}, running: map[string]time.Time{}, deleted: map[string]time.Time{}, gone: map[string]time.Time{}}
+	return &tracker{created: map[string]time.Time{}, bound: map[string]time.Time{}, running: map[string]time.Time{}, deleted: map[string]time.Time{}, gone: map[string]time.Time{}}
 }
 
 // mark records t for name in m unless it has a time already.
@@ -101,9 +102,7 @@ func (tr *tracker) watchPods(ctx context.Context, client kubernetes.Interface, n
 		listed := make(map[string]bool, len(list.Items))
 		for i := range list.Items {
 			listed[list.Items[i].Name] = true
-			if list.Items[i].Status.Phase == v1.PodRunning {
-				tr.mark(tr.running, list.Items[i].Name, now)
-			}
+			tr.seen(&list.Items[i], now)
 		}
 		// A pod deleted while no watch ran (the last one closed) is
 		// gone by this list: counted gone now, a little late, rather
@@ -135,13 +134,24 @@ func (tr *tracker) consume(ctx context.Context, w watch.Interface) {
 				continue
 			}
 			now := time.Now()
-			switch {
-			case ev.Type == watch.Deleted:
+			if ev.Type == watch.Deleted {
 				tr.mark(tr.gone, p.Name, now)
-			case p.Status.Phase == v1.PodRunning:
-				tr.mark(tr.running, p.Name, now)
+				continue
 			}
+			tr.seen(p, now)
 		}
+	}
+}
+
+// seen records what a listed or watched pod shows at now: bound to a
+// node, Running (and so bound: a pod first seen Running was bound no
+// later than that).
+func (tr *tracker) seen(p *v1.Pod, now time.Time) {
+	if p.Spec.NodeName != "" {
+		tr.mark(tr.bound, p.Name, now)
+	}
+	if p.Status.Phase == v1.PodRunning {
+		tr.mark(tr.running, p.Name, now)
 	}
 }
 

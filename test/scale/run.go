@@ -234,6 +234,7 @@ func (r *runner) runPhase(ctx context.Context, kind cluster.HollowKind, p *Phase
 	}
 	p.AllRunningSeconds = time.Since(start).Seconds()
 	p.PodStart = latency(tr.latencies(tr.created, tr.running))
+	p.PodBoundToRunning = latency(tr.latencies(tr.bound, tr.running))
 	r.logf("%s: %d of %d pods Running in %.1fs", kind, p.Running, r.o.Pods, p.AllRunningSeconds)
 	if p.Running < r.o.Pods {
 		return fmt.Errorf("%d of %d pods Running after %v", p.Running, r.o.Pods, runningTimeout)

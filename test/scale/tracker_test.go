@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
@@ -69,5 +70,37 @@ func TestTrackerCountsPodsGoneBetweenWatches(t *testing.T) {
 	mu.Unlock()
 	if n < 2 {
 		t.Errorf("%d watches, want a second after the first closed", n)
+	}
+}
+
+// The watch marks a pod bound when it first shows spec.nodeName, Running
+// when it first shows phase Running; a pod first seen Running is bound
+// then too.
+func TestTrackerMarksBoundThenRunning(t *testing.T) {
+	tr := newTracker()
+	t0 := time.Date(2026, 12, 7, 19, 0, 0, 0, time.UTC)
+	p := scalePod("a")
+	tr.seen(p, t0) // created, not bound
+	p.Spec.NodeName = "n1"
+	tr.seen(p, t0.Add(2*time.Second))
+	tr.seen(p, t0.Add(3*time.Second)) // bound again: the first time stays
+	p.Status.Phase = v1.PodRunning
+	tr.seen(p, t0.Add(3500*time.Millisecond))
+	q := scalePod("b")
+	q.Spec.NodeName, q.Status.Phase = "n2", v1.PodRunning
+	tr.seen(q, t0.Add(4*time.Second))
+	tr.mark(tr.created, "a", t0)
+	tr.mark(tr.created, "b", t0)
+
+	got := map[time.Duration]int{}
+	for _, d := range tr.latencies(tr.bound, tr.running) {
+		got[d]++
+	}
+	want := map[time.Duration]int{1500 * time.Millisecond: 1, 0: 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("bound -> Running latencies %v, want %v", got, want)
+	}
+	if n := len(tr.latencies(tr.created, tr.bound)); n != 2 {
+		t.Errorf("%d pods bound, want 2", n)
 	}
 }
