@@ -446,7 +446,7 @@ func nodeBench(ctx context.Context, c *cluster.Cluster, client kubernetes.Interf
 				return 0, err
 			}
 			f.seq = append(f.seq, took)
-			toStarted, toRunning, err := split(starts, name, started, at, took)
+			toStarted, toRunning, err := split(starts, name, started, at, took, startEventWait)
 			if err != nil {
 				return 0, err
 			}
@@ -502,7 +502,7 @@ func nodeBench(ctx context.Context, c *cluster.Cluster, client kubernetes.Interf
 				return 0, err
 			}
 			f.batch = append(f.batch, took)
-			toStarted, toRunning, err := split(starts, name, started[i], at, took)
+			toStarted, toRunning, err := split(starts, name, started[i], at, took, startEventWait)
 			if err != nil {
 				return 0, err
 			}
@@ -571,15 +571,16 @@ func nodeBench(ctx context.Context, c *cluster.Cluster, client kubernetes.Interf
 	return nil
 }
 
+// startEventWait bounds how long after a pod is seen Running its
+// container's CONTAINER_STARTED event may still arrive.
+const startEventWait = 10 * time.Second
+
 // split divides a pod's creation-to-Running (took, seen Running at) at
 // its container's start in the runtime, which started received. The
 // event comes before the status that reports it, give or take the two
-// streams' delivery; a pod seen Running without it fails the bench.
-func split(starts *startWatch, name string, started <-chan time.Time, running time.Time, took time.Duration) (toStarted, toRunning time.Duration, err error) {
-	return splitWithin(starts, name, started, running, took, 10*time.Second)
-}
-
-func splitWithin(starts *startWatch, name string, started <-chan time.Time, running time.Time, took, within time.Duration) (toStarted, toRunning time.Duration, err error) {
+// streams' delivery; a pod seen Running without it within within fails
+// the bench.
+func split(starts *startWatch, name string, started <-chan time.Time, running time.Time, took, within time.Duration) (toStarted, toRunning time.Duration, err error) {
 	select {
 	case at := <-started:
 		created := running.Add(-took)

@@ -64,7 +64,7 @@ func TestSplitAtContainerStart(t *testing.T) {
 	started := w.expect("p")
 	started2 := make(chan time.Time, 1)
 	started2 <- created.Add(420 * time.Millisecond)
-	toStarted, toRunning, err := splitWithin(w, "p", started2, running, running.Sub(created), time.Second)
+	toStarted, toRunning, err := split(w, "p", started2, running, running.Sub(created), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestSplitAtContainerStart(t *testing.T) {
 	}
 
 	// No event: an error naming the pod, and the pod is no longer awaited.
-	_, _, err = splitWithin(w, "p", started, running, running.Sub(created), 10*time.Millisecond)
+	_, _, err = split(w, "p", started, running, running.Sub(created), 10*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "pod p:") {
 		t.Errorf("no event: got error %v, want one naming pod p", err)
 	}

@@ -206,14 +206,14 @@ func ratios(mk, km *Phase) *Ratios {
 		r.WithRuntimeRSS = div(a.RSS.Median+rt.RSS.Median, k.RSS.Median)
 		r.WithRuntimePSS = div(a.PSS.Median+rt.PSS.Median, k.PSS.Median)
 	}
-	if mk.PodStart != nil && km.PodStart != nil {
-		r.PodStartP50 = div(mk.PodStart.Median, km.PodStart.Median)
-		r.PodStartP99 = div(mk.PodStart.P99, km.PodStart.P99)
+	latencies := func(a, b *Latency) (p50, p99 float64) {
+		if a == nil || b == nil {
+			return 0, 0
+		}
+		return div(a.Median, b.Median), div(a.P99, b.P99)
 	}
-	if mk.PodBoundToRunning != nil && km.PodBoundToRunning != nil {
-		r.BoundToRunningP50 = div(mk.PodBoundToRunning.Median, km.PodBoundToRunning.Median)
-		r.BoundToRunningP99 = div(mk.PodBoundToRunning.P99, km.PodBoundToRunning.P99)
-	}
+	r.PodStartP50, r.PodStartP99 = latencies(mk.PodStart, km.PodStart)
+	r.BoundToRunningP50, r.BoundToRunningP99 = latencies(mk.PodBoundToRunning, km.PodBoundToRunning)
 	return r
 }
 
