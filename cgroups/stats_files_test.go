@@ -2,6 +2,7 @@ package cgroups
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+
+	"github.com/minikubelet/minikubelet/internal/polltest"
 )
 
 // StatsFiles reads what ReadStats reads, sees a file's new content at
@@ -320,6 +323,18 @@ func TestStatsFilesAfterReal(t *testing.T) {
 	if !lines.Scan() || lines.Text() != "joined" {
 		t.Fatalf("the shell did not join the pod's cgroup (%s): %q", dir, lines.Text())
 	}
+	// "joined" comes before the shell blocks in read: until it sleeps there,
+	// its usage still grows, and the read after would rightly be fresh.
+	usage := filepath.Join(dir, "cpuacct.usage")
+	stat := "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat"
+	last, _ := os.ReadFile(usage)
+	polltest.Until(t, 10*time.Second, "the shell to sleep in read", func() (bool, string) {
+		st, err := os.ReadFile(stat)
+		now, uerr := os.ReadFile(usage)
+		settled := err == nil && uerr == nil && procState(st) == 'S' && string(now) == string(last)
+		last = now
+		return settled, fmt.Sprintf("state %q, usage %q (%v, %v)", procState(st), now, err, uerr)
+	})
 	f := m.NewStatsFiles()
 	defer f.Close()
 	first, reused, err := f.ReadStatsAfter(podPath, AllFigures, nil)
@@ -346,4 +361,14 @@ func TestStatsFilesAfterReal(t *testing.T) {
 	if got, reused, err := f.ReadStatsAfter(podPath, AllFigures, &Earlier{Stats: first, IdleFor: cfsSettled}); err != nil || reused || got.CPU.UsageNanos <= first.CPU.UsageNanos {
 		t.Errorf("after the shell ran: %+v, reused %v, %v; want every file read, the usage grown from %d", got, reused, err, first.CPU.UsageNanos)
 	}
+}
+
+// procState is the state letter of a /proc/PID/stat line (after the
+// command's closing parenthesis), or 0.
+func procState(stat []byte) byte {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return 0
+	}
+	return stat[i+2]
 }
