@@ -4,16 +4,15 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 )
 
 // KubeletConfiguration is the configuration in effect as a kubelet
 // config file (the fields minikubelet implements), which /configz serves
 // as the kubelet serves its own. The authorization mode is the one in use.
-func (c *Config) KubeletConfiguration() *kubeletconfig.KubeletConfiguration {
+func (c *Config) KubeletConfiguration() *KubeletConfiguration {
 	d := func(v time.Duration) metav1.Duration { return metav1.Duration{Duration: v} }
-	kc := &kubeletconfig.KubeletConfiguration{
+	kc := &KubeletConfiguration{
 		TypeMeta:                 metav1.TypeMeta{APIVersion: configAPIVersion, Kind: configKind},
 		StaticPodPath:            c.PodManifestPath,
 		SyncFrequency:            d(c.SyncFrequency),
@@ -57,13 +56,31 @@ func (c *Config) KubeletConfiguration() *kubeletconfig.KubeletConfiguration {
 		ClusterDomain:                   c.ClusterDomain,
 		ResolverConfig:                  ptr.To(c.ResolvConf),
 		AllowedUnsafeSysctls:            c.AllowedUnsafeSysctls,
+
+		EvictionHard:                     c.EvictionHard,
+		EvictionSoft:                     c.EvictionSoft,
+		EvictionSoftGracePeriod:          c.EvictionSoftGracePeriod,
+		EvictionMinimumReclaim:           c.EvictionMinimumReclaim,
+		EvictionMaxPodGracePeriod:        int32(c.EvictionMaxPodGracePeriod),
+		EvictionPressureTransitionPeriod: d(c.EvictionPressureTransitionPeriod),
+		MergeDefaultEvictionSettings:     ptr.To(c.MergeDefaultEvictionSettings),
+		KernelMemcgNotification:          c.KernelMemcgNotification,
+		LocalStorageCapacityIsolation:    ptr.To(c.LocalStorageCapacityIsolation),
+		KubeReserved:                     c.KubeReserved,
+		SystemReserved:                   c.SystemReserved,
+		KubeReservedCgroup:               c.KubeReservedCgroup,
+		SystemReservedCgroup:             c.SystemReservedCgroup,
+		EnforceNodeAllocatable:           c.EnforceNodeAllocatable,
+		FailSwapOn:                       ptr.To(c.FailSwapOn),
+		PodPidsLimit:                     ptr.To(c.PodPidsLimit),
 	}
+	kc.MemorySwap.SwapBehavior = c.MemorySwapBehavior
 	kc.CrashLoopBackOff.MaxContainerRestartPeriod = ptr.To(d(c.MaxContainerRestartPeriod))
 	kc.Authentication.X509.ClientCAFile = c.ClientCAFile
 	kc.Authentication.Webhook.Enabled = ptr.To(c.AuthenticationTokenWebhook)
 	kc.Authentication.Webhook.CacheTTL = d(c.AuthenticationTokenWebhookCacheTTL)
 	kc.Authentication.Anonymous.Enabled = ptr.To(c.AnonymousAuth)
-	kc.Authorization.Mode = kubeletconfig.KubeletAuthorizationMode(c.AuthorizationModeToUse())
+	kc.Authorization.Mode = c.AuthorizationModeToUse()
 	kc.Authorization.Webhook.CacheAuthorizedTTL = d(c.AuthorizationWebhookCacheAuthorizedTTL)
 	kc.Authorization.Webhook.CacheUnauthorizedTTL = d(c.AuthorizationWebhookCacheUnauthorizedTTL)
 	return kc

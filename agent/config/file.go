@@ -14,7 +14,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/minikubelet/minikubelet/agent/admission"
@@ -181,7 +180,7 @@ func flatten(err error) []error {
 // not have. It also returns the file's top-level fields. When the only
 // errors are unknown fields, the decoded configuration is returned with
 // them.
-func decodeConfig(data []byte) (*kubeletconfig.KubeletConfiguration, map[string]json.RawMessage, error) {
+func decodeConfig(data []byte) (*KubeletConfiguration, map[string]json.RawMessage, error) {
 	js, err := boundedyaml.ToJSON(data, configYAMLLimits)
 	var limitErr *boundedyaml.LimitError
 	switch {
@@ -209,7 +208,7 @@ func decodeConfig(data []byte) (*kubeletconfig.KubeletConfiguration, map[string]
 	if len(errs) > 0 {
 		return nil, nil, errors.Join(errs...)
 	}
-	kc := &kubeletconfig.KubeletConfiguration{}
+	kc := &KubeletConfiguration{}
 	strictErrs, err := sigsjson.UnmarshalStrict(js, kc, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	if err != nil {
 		// A value of the wrong type stops the decoder at the first one,
@@ -217,32 +216,65 @@ func decodeConfig(data []byte) (*kubeletconfig.KubeletConfiguration, map[string]
 		// field instead, so that every mistake is found at once.
 		return decodeByField(top)
 	}
-	for _, e := range strictErrs {
-		errs = append(errs, unknownField(e))
-	}
+	errs = append(errs, strictErrors(strictErrs, js)...)
 	return kc, top, errors.Join(errs...)
 }
 
-// unknownField explains a field the KubeletConfiguration does not have (or
-// has twice), starting with the field's path as every other line does:
-// sigs.k8s.io/json says `unknown field "a.b"`.
-func unknownField(err error) error {
+// strictErrors explains the strict decoder's complaints about js, a
+// KubeletConfiguration: fields it has twice, and fields that are not the
+// kubelet's. A field of the kubelet's that minikubelet's type leaves out is
+// no mistake (ignoredFields warns of it), but what it holds is checked
+// against the kubelet's field names all the same.
+func strictErrors(strictErrs []error, js []byte) []error {
+	var out []error
+	var doc any
+	for _, e := range strictErrs {
+		kind, path, ok := strictComplaint(e)
+		if !ok || kind != "unknown field" || !isKubeletField(path) {
+			out = append(out, unknownField(e))
+			continue
+		}
+		if doc == nil {
+			if err := json.Unmarshal(js, &doc); err != nil {
+				return append(out, err)
+			}
+		}
+		for _, p := range notKubeletFields(path, valueAt(doc, path)) {
+			out = append(out, unknownField(fmt.Errorf("unknown field %q", p)))
+		}
+	}
+	return out
+}
+
+// strictComplaint takes apart an error of sigs.k8s.io/json's strict
+// decoding: `unknown field "a.b"` or `duplicate field "a"`.
+func strictComplaint(err error) (kind, path string, ok bool) {
 	msg := err.Error()
 	for _, kind := range []string{"unknown field", "duplicate field"} {
 		if path, ok := strings.CutPrefix(msg, kind+" "); ok {
 			if unquoted, uErr := strconv.Unquote(path); uErr == nil {
 				path = unquoted
 			}
-			if len(path) > maxFieldNameLen {
-				path = fmt.Sprintf("%s... (a %d-byte name)", strings.ToValidUTF8(path[:maxFieldNameLen], ""), len(path))
-			}
-			if kind == "duplicate field" {
-				return fmt.Errorf("%s: given twice", path)
-			}
-			return fmt.Errorf("%s: unknown field: the KubeletConfiguration (%s) has no such field; check its spelling, case and indentation", path, configAPIVersion)
+			return kind, path, true
 		}
 	}
-	return fmt.Errorf("%w (check the field's spelling, case and indentation)", err)
+	return "", "", false
+}
+
+// unknownField explains a field the KubeletConfiguration does not have (or
+// has twice), starting with the field's path as every other line does.
+func unknownField(err error) error {
+	kind, path, ok := strictComplaint(err)
+	if !ok {
+		return fmt.Errorf("%w (check the field's spelling, case and indentation)", err)
+	}
+	if len(path) > maxFieldNameLen {
+		path = fmt.Sprintf("%s... (a %d-byte name)", strings.ToValidUTF8(path[:maxFieldNameLen], ""), len(path))
+	}
+	if kind == "duplicate field" {
+		return fmt.Errorf("%s: given twice", path)
+	}
+	return fmt.Errorf("%s: unknown field: the KubeletConfiguration (%s) has no such field; check its spelling, case and indentation", path, configAPIVersion)
 }
 
 // decodeByField decodes each top-level field of a KubeletConfiguration on
@@ -250,7 +282,7 @@ func unknownField(err error) error {
 // for a number) is reported and left out; the others are decoded together,
 // their unknown subfields reported, so that their values can be checked
 // too. Fields are taken in the order of their names.
-func decodeByField(top map[string]json.RawMessage) (*kubeletconfig.KubeletConfiguration, map[string]json.RawMessage, error) {
+func decodeByField(top map[string]json.RawMessage) (*KubeletConfiguration, map[string]json.RawMessage, error) {
 	names := make([]string, 0, len(top))
 	for name := range top {
 		names = append(names, name)
@@ -263,21 +295,19 @@ func decodeByField(top map[string]json.RawMessage) (*kubeletconfig.KubeletConfig
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", name, err)
 		}
-		strictErrs, err := sigsjson.UnmarshalStrict(one, &kubeletconfig.KubeletConfiguration{}, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+		strictErrs, err := sigsjson.UnmarshalStrict(one, &KubeletConfiguration{}, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %s (durations are written 20s or 1m30s; numbers and booleans without quotes)", name, strings.TrimPrefix(err.Error(), "json: ")))
 			continue
 		}
-		for _, e := range strictErrs {
-			errs = append(errs, unknownField(e))
-		}
+		errs = append(errs, strictErrors(strictErrs, one)...)
 		good[name] = top[name]
 	}
 	js, err := json.Marshal(good)
 	if err != nil {
 		return nil, nil, err
 	}
-	kc := &kubeletconfig.KubeletConfiguration{}
+	kc := &KubeletConfiguration{}
 	if _, err := sigsjson.UnmarshalStrict(js, kc); err != nil {
 		// Each field decoded alone; together they cannot fail.
 		return nil, nil, errors.Join(append(errs, err)...)
@@ -287,7 +317,7 @@ func decodeByField(top map[string]json.RawMessage) (*kubeletconfig.KubeletConfig
 
 // applyConfig maps the decoded file onto fileDefaults, checking each value
 // it takes; the errors name the file's fields.
-func applyConfig(kc *kubeletconfig.KubeletConfiguration) (Config, error) {
+func applyConfig(kc *KubeletConfiguration) (Config, error) {
 	c := fileDefaults()
 	var errs []error
 	for _, f := range fileFields() {
@@ -352,7 +382,7 @@ type fileField struct {
 	flag string
 	// set checks the file's value and stores it in c, when the file gives
 	// one; it leaves c as it is otherwise.
-	set func(c *Config, kc *kubeletconfig.KubeletConfiguration) error
+	set func(c *Config, kc *KubeletConfiguration) error
 	// take copies the setting from src to dst.
 	take func(dst, src *Config)
 	// merge, when not nil, is used instead of take whether the flag was
@@ -362,11 +392,11 @@ type fileField struct {
 
 // field makes a fileField: get reads the file's value and whether the file
 // gives one, check (if not nil) tests it, and ptr locates the Config field.
-func field[T any](name, flag string, ptr func(*Config) *T, get func(*kubeletconfig.KubeletConfiguration) (T, bool), check func(T) error) fileField {
+func field[T any](name, flag string, ptr func(*Config) *T, get func(*KubeletConfiguration) (T, bool), check func(T) error) fileField {
 	return fileField{
 		name: name,
 		flag: flag,
-		set: func(c *Config, kc *kubeletconfig.KubeletConfiguration) error {
+		set: func(c *Config, kc *KubeletConfiguration) error {
 			v, ok := get(kc)
 			if !ok {
 				return nil
@@ -386,7 +416,7 @@ func field[T any](name, flag string, ptr func(*Config) *T, get func(*kubeletconf
 // Readers of the file's values. A zero string or duration and a nil
 // pointer are "not given": the kubelet defaults them the same way.
 
-type kcConfig = kubeletconfig.KubeletConfiguration
+type kcConfig = KubeletConfiguration
 
 func str(f func(*kcConfig) string) func(*kcConfig) (string, bool) {
 	return func(kc *kcConfig) (string, bool) { s := f(kc); return s, s != "" }
@@ -458,7 +488,7 @@ func fileFields() []fileField {
 		field("authentication.webhook.cacheTTL", "authentication-token-webhook-cache-ttl", func(c *Config) *time.Duration { return &c.AuthenticationTokenWebhookCacheTTL },
 			duration(func(kc *kcConfig) metav1.Duration { return kc.Authentication.Webhook.CacheTTL }), checkNotNegative),
 		field("authorization.mode", "authorization-mode", func(c *Config) *string { return &c.AuthorizationMode },
-			str(func(kc *kcConfig) string { return string(kc.Authorization.Mode) }), checkAuthorizationMode),
+			str(func(kc *kcConfig) string { return kc.Authorization.Mode }), checkAuthorizationMode),
 		field("authorization.webhook.cacheAuthorizedTTL", "authorization-webhook-cache-authorized-ttl", func(c *Config) *time.Duration { return &c.AuthorizationWebhookCacheAuthorizedTTL },
 			duration(func(kc *kcConfig) metav1.Duration { return kc.Authorization.Webhook.CacheAuthorizedTTL }), checkNotNegative),
 		field("authorization.webhook.cacheUnauthorizedTTL", "authorization-webhook-cache-unauthorized-ttl", func(c *Config) *time.Duration { return &c.AuthorizationWebhookCacheUnauthorizedTTL },

@@ -262,11 +262,11 @@ func TestLoadFileWithoutConfigChangesNothing(t *testing.T) {
 }
 
 func TestLoadFileWarnsOnceOfIgnoredFields(t *testing.T) {
-	_, log, err := loadWith(t, header+"topologyManagerPolicy: none\nauthentication: {anonymous: {enabled: false}}\nsyncFrequency: 10s\nlogging: {format: json}\ncrashLoopBackOff: {maxContainerRestartPeriod: 20s}\n")
+	_, log, err := loadWith(t, header+"topologyManagerPolicy: none\nauthentication: {anonymous: {enabled: false}}\nsyncFrequency: 10s\nlogging: {format: json}\ncrashLoopBackOff: {maxContainerRestartPeriod: 20s}\nreservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}]\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "ignored: logging, topologyManagerPolicy (minikubelet does not implement them)"
+	want := "ignored: logging, reservedMemory, topologyManagerPolicy (minikubelet does not implement them)"
 	if strings.Count(log, "ignored:") != 1 || strings.Count(log, "\n") != 0 || !strings.Contains(log, want) {
 		t.Errorf("warnings = %q; want one with %q", log, want)
 	}
@@ -288,6 +288,8 @@ func TestLoadFileErrors(t *testing.T) {
 		{"misspelled field", header + "staticPodPat: /etc/kubernetes/manifests\n", []string{"staticPodPat: unknown field", "check its spelling"}},
 		{"wrong case", header + "StaticPodPath: /etc/kubernetes/manifests\n", []string{"StaticPodPath: unknown field"}},
 		{"misspelled nested field", header + "authentication:\n  anonymous:\n    enabeld: true\n", []string{"authentication.anonymous.enabeld: unknown field"}},
+		{"misspelled field in one ignored", header + "logging:\n  format: json\n  fomat: text\n", []string{"logging.fomat: unknown field"}},
+		{"misspelled field in a list ignored", header + "reservedMemory:\n- numaNode: 0\n  limits: {memory: 1Gi}\n- numaNod: 1\n", []string{"reservedMemory[1].numaNod: unknown field"}},
 		{"duplicate field", header + "syncFrequency: 1m\nsyncFrequency: 2m\n", []string{"syncFrequency", "already set"}},
 		{"bad duration", header + "syncFrequency: 5x\n", []string{"syncFrequency:", `"5x"`, "20s"}},
 		{"number for a duration", header + "fileCheckFrequency: 20\n", []string{"fileCheckFrequency:", "cannot unmarshal number"}},

@@ -132,6 +132,14 @@ func TestKubeletConfigurationRoundTrips(t *testing.T) {
 	c.MaxContainerRestartPeriod = time.Minute
 	c.ClusterDNS, c.ClusterDomain, c.ResolvConf = []string{"10.96.0.10"}, "cluster.local", ""
 	c.RegisterWithTaints = []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}}
+	c.EvictionHard, c.EvictionSoft = map[string]string{"memory.available": "200Mi"}, map[string]string{"memory.available": "300Mi"}
+	c.EvictionSoftGracePeriod, c.EvictionMinimumReclaim = map[string]string{"memory.available": "1m"}, map[string]string{"memory.available": "50Mi"}
+	c.EvictionMaxPodGracePeriod, c.EvictionPressureTransitionPeriod, c.MergeDefaultEvictionSettings = 20, time.Minute, true
+	c.KernelMemcgNotification, c.LocalStorageCapacityIsolation = true, false
+	c.KubeReserved, c.SystemReserved = map[string]string{"cpu": "100m"}, map[string]string{"memory": "100Mi"}
+	c.KubeReservedCgroup, c.SystemReservedCgroup = "/kube.slice", "/system.slice"
+	c.EnforceNodeAllocatable = []string{"pods", "kube-reserved"}
+	c.FailSwapOn, c.MemorySwapBehavior, c.PodPidsLimit = false, "NoSwap", 1024
 
 	data, err := json.Marshal(c.KubeletConfiguration())
 	if err != nil {
