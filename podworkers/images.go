@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/internal/events"
+	"github.com/minikubelet/minikubelet/internal/imageref"
 	"github.com/minikubelet/minikubelet/internal/kubecontainer"
 )
 
@@ -451,58 +451,22 @@ func splitHost(hostport string) ([]string, string) {
 	return strings.Split(host, "."), port
 }
 
-// Image references, as github.com/distribution/reference parses them (the
-// kubelet parses with it; it is not a dependency here).
+// Docker Hub's domains, as `docker login` writes them in a config.
 const (
-	dockerHubDomain       = "docker.io"
+	dockerHubDomain       = imageref.DockerHubDomain
 	dockerHubLegacyDomain = "index.docker.io"
-	maxImageNameLength    = 255
 )
-
-// referenceRE is distribution/reference's ReferenceRegexp: name, then an
-// optional :tag and @digest. It is compiled once and only read.
-var referenceRE = func() *regexp.Regexp {
-	const (
-		alphanumeric  = `[a-z0-9]+`
-		separator     = `(?:[._]|__|[-]+)`
-		pathComponent = alphanumeric + `(?:` + separator + alphanumeric + `)*`
-		domainLabel   = `(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])`
-		host          = `(?:` + domainLabel + `(?:\.` + domainLabel + `)*|\[(?:[a-fA-F0-9:]+)\])`
-		domain        = host + `(?::[0-9]+)?`
-		name          = `(?:` + domain + `/)?` + pathComponent + `(?:/` + pathComponent + `)*`
-		tag           = `[\w][\w.-]{0,127}`
-		digest        = `[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*[:][[:xdigit:]]{32,}`
-	)
-	return regexp.MustCompile(`^(` + name + `)(?::(` + tag + `))?(?:@(` + digest + `))?$`)
-}()
 
 // imageRepo returns the normalized repository of an image reference, as
 // the kubelet matches credentials against it: "busybox:1.36" is
 // "docker.io/library/busybox", "reg:5000/team/app@sha256:..." is
 // "reg:5000/team/app". A reference that does not parse is an error.
 func imageRepo(image string) (string, error) {
-	m := referenceRE.FindStringSubmatch(image)
-	if m == nil {
-		return "", fmt.Errorf("couldn't parse image name %q: invalid reference format", image)
+	r, err := imageref.ParseNormalized(image)
+	if err != nil {
+		return "", fmt.Errorf("couldn't parse image name %q: %w", image, err)
 	}
-	name := m[1]
-	if len(name) > maxImageNameLength {
-		return "", fmt.Errorf("couldn't parse image name %q: repository name must not be more than %d characters", image, maxImageNameLength)
-	}
-	domain, rest := dockerHubDomain, name
-	if i := strings.IndexByte(name, '/'); i >= 0 {
-		first := name[:i]
-		if strings.ContainsAny(first, ".:") || first == "localhost" || strings.ToLower(first) != first {
-			domain, rest = first, name[i+1:]
-		}
-	}
-	if domain == dockerHubLegacyDomain {
-		domain = dockerHubDomain
-	}
-	if domain == dockerHubDomain && !strings.Contains(rest, "/") {
-		rest = "library/" + rest
-	}
-	return domain + "/" + rest, nil
+	return r.Name(), nil
 }
 
 // ceilSeconds rounds d up to whole seconds, so a wait is never shown as 0s.

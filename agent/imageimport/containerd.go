@@ -12,7 +12,6 @@ import (
 	leasesapi "github.com/containerd/containerd/api/services/leases/v1"
 	snapshotsapi "github.com/containerd/containerd/api/services/snapshots/v1"
 	"github.com/containerd/platforms"
-	"github.com/distribution/reference"
 	"github.com/opencontainers/image-spec/identity"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -20,6 +19,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/internal/imageref"
 )
 
 const (
@@ -151,7 +152,7 @@ func fullReference(refName string) string {
 	if !strings.ContainsAny(refName, "/:@") {
 		return ""
 	}
-	named, err := reference.ParseDockerRef(refName)
+	named, err := imageref.ParseDocker(refName)
 	if err != nil {
 		return ""
 	}

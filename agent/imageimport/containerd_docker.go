@@ -9,10 +9,11 @@ import (
 	"strings"
 
 	"github.com/containerd/platforms"
-	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/minikubelet/minikubelet/internal/imageref"
 )
 
 // dockerIndex writes the manifest of each image of a docker-save archive
@@ -60,7 +61,7 @@ func (c *Containerd) dockerIndex(ctx context.Context, mfsts []dockerManifest, bl
 			continue
 		}
 		for _, tag := range mfst.RepoTags {
-			named, err := reference.ParseDockerRef(tag)
+			named, err := imageref.ParseDocker(tag)
 			if err != nil {
 				return ocispec.Descriptor{}, fmt.Errorf("normalize image ref %q: %w", tag, err)
 			}
