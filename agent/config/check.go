@@ -74,6 +74,13 @@ func checkAbsolutePath(s string) error {
 	return nil
 }
 
+func checkPositiveInt(n int) error {
+	if n <= 0 {
+		return fmt.Errorf("must be positive, got %d", n)
+	}
+	return nil
+}
+
 func checkMaxPods(n int) error {
 	if n < 0 {
 		return fmt.Errorf("must not be negative, got %d", n)

@@ -561,7 +561,7 @@ func fileFields() []fileField {
 			func(kc *kcConfig) ([]string, bool) { return kc.AllowedUnsafeSysctls, len(kc.AllowedUnsafeSysctls) > 0 }, admission.CheckSysctlPatterns),
 		field("imageMinimumGCAge", "minimum-image-ttl-duration", func(c *Config) *time.Duration { return &c.ImageMinimumGCAge },
 			duration(func(kc *kcConfig) metav1.Duration { return kc.ImageMinimumGCAge }), checkNotNegative),
-	}, append(evictionFileFields(), allocatableFileFields()...)...)
+	}, slices.Concat(evictionFileFields(), allocatableFileFields(), nodeFileFields())...)
 }
 
 // staticPodURLHeader reads staticPodURLHeader into an http.Header. As with

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 )
 
 // loadWith writes content to a config file, parses args (plus --config)
@@ -128,6 +130,12 @@ systemReservedCgroup: /system.slice
 failSwapOn: false
 memorySwap: {swapBehavior: NoSwap}
 podPidsLimit: 4096
+registerWithTaints:
+- {key: dedicated, value: infra, effect: NoSchedule}
+nodeStatusUpdateFrequency: 20s
+nodeStatusReportFrequency: 1m
+kubeAPIQPS: 20
+kubeAPIBurst: 40
 `,
 			// Webhook authorization needs node mode.
 			args: []string{"--kubeconfig", "/etc/kubernetes/kubelet.conf"},
@@ -184,6 +192,9 @@ podPidsLimit: 4096
 				c.FailSwapOn = false
 				c.MemorySwapBehavior = "NoSwap"
 				c.PodPidsLimit = 4096
+				c.RegisterWithTaints = []v1.Taint{{Key: "dedicated", Value: "infra", Effect: v1.TaintEffectNoSchedule}}
+				c.NodeStatusUpdateFrequency, c.NodeStatusReportFrequency = 20*time.Second, time.Minute
+				c.KubeAPIQPS, c.KubeAPIBurst = 20, 40
 			},
 		},
 		{
@@ -317,6 +328,10 @@ func TestLoadFileErrors(t *testing.T) {
 		{"kubelet port too big", header + "port: 70000\n", []string{"port: 70000 is not a port"}},
 		{"negative webhook cache TTL", header + "authentication: {webhook: {cacheTTL: -1s}}\n", []string{"authentication.webhook.cacheTTL:"}},
 		{"empty feature gate", header + "featureGates: {'': true}\n", []string{"featureGates:"}},
+		{"taint without effect", header + "registerWithTaints: [{key: a}]\n", []string{"registerWithTaints: [0] a: effect \"\" is not NoSchedule"}},
+		{"taint with a bad key", header + "registerWithTaints: [{key: 'a b', effect: NoExecute}]\n", []string{"registerWithTaints: [0]", "key:"}},
+		{"zero API burst", header + "kubeAPIQPS: 0\n", []string{"kubeAPIQPS: must be positive"}},
+		{"negative status frequency", header + "nodeStatusUpdateFrequency: -1s\n", []string{"nodeStatusUpdateFrequency: must be a positive duration"}},
 		{"non-bool feature gate", header + "featureGates: {EventedPLEG: maybe}\n", []string{"featureGates:", "cannot unmarshal"}},
 	}
 	for _, tt := range tests {

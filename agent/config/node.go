@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -154,21 +155,66 @@ func (t *taintsFlag) Set(s string) error {
 		if !ok {
 			return fmt.Errorf("taint %q: want key=value:Effect", spec)
 		}
-		switch v1.TaintEffect(effect) {
-		case v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
-		default:
-			return fmt.Errorf("taint %q: effect %q is not NoSchedule, PreferNoSchedule or NoExecute", spec, effect)
-		}
 		k, v, _ := strings.Cut(kv, "=")
-		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			return fmt.Errorf("taint %q: key: %s", spec, strings.Join(errs, "; "))
+		taint := v1.Taint{Key: k, Value: v, Effect: v1.TaintEffect(effect)}
+		if err := checkTaint(taint); err != nil {
+			return fmt.Errorf("taint %q: %w", spec, err)
 		}
-		if v != "" {
-			if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
-				return fmt.Errorf("taint %q: value: %s", spec, strings.Join(errs, "; "))
-			}
-		}
-		*t = append(*t, v1.Taint{Key: k, Value: v, Effect: v1.TaintEffect(effect)})
+		*t = append(*t, taint)
 	}
 	return nil
+}
+
+// checkTaint checks a taint to register the Node with: a known effect, a
+// qualified key and a label value.
+func checkTaint(t v1.Taint) error {
+	switch t.Effect {
+	case v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+	default:
+		return fmt.Errorf("effect %q is not NoSchedule, PreferNoSchedule or NoExecute", t.Effect)
+	}
+	if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
+		return fmt.Errorf("key: %s", strings.Join(errs, "; "))
+	}
+	if t.Value != "" {
+		if errs := validation.IsValidLabelValue(t.Value); len(errs) > 0 {
+			return fmt.Errorf("value: %s", strings.Join(errs, "; "))
+		}
+	}
+	if t.TimeAdded != nil {
+		return errors.New("timeAdded: set by the node, not given")
+	}
+	return nil
+}
+
+// checkTaints is checkTaint of each, naming the one at fault.
+func checkTaints(ts []v1.Taint) error {
+	for i, t := range ts {
+		if err := checkTaint(t); err != nil {
+			return fmt.Errorf("[%d] %s: %w", i, t.ToString(), err)
+		}
+	}
+	return nil
+}
+
+// nodeFileFields are the config file's fields of node mode that the
+// kubelet's file has (kubeconfig, bootstrap and labels are flags only).
+func nodeFileFields() []fileField {
+	return []fileField{
+		field("registerWithTaints", "register-with-taints", func(c *Config) *[]v1.Taint { return &c.RegisterWithTaints },
+			func(kc *kcConfig) ([]v1.Taint, bool) { return kc.RegisterWithTaints, len(kc.RegisterWithTaints) > 0 }, checkTaints),
+		field("nodeStatusUpdateFrequency", "node-status-update-frequency", func(c *Config) *time.Duration { return &c.NodeStatusUpdateFrequency },
+			duration(func(kc *kcConfig) metav1.Duration { return kc.NodeStatusUpdateFrequency }), checkPositive),
+		field("nodeStatusReportFrequency", "node-status-report-frequency", func(c *Config) *time.Duration { return &c.NodeStatusReportFrequency },
+			duration(func(kc *kcConfig) metav1.Duration { return kc.NodeStatusReportFrequency }), checkPositive),
+		field("kubeAPIQPS", "kube-api-qps", func(c *Config) *float64 { return &c.KubeAPIQPS },
+			func(kc *kcConfig) (float64, bool) {
+				if kc.KubeAPIQPS == nil {
+					return 0, false
+				}
+				return float64(*kc.KubeAPIQPS), true
+			}, func(q float64) error { return checkPositiveInt(int(q)) }),
+		field("kubeAPIBurst", "kube-api-burst", func(c *Config) *int { return &c.KubeAPIBurst },
+			func(kc *kcConfig) (int, bool) { return int(kc.KubeAPIBurst), kc.KubeAPIBurst != 0 }, checkPositiveInt),
+	}
 }
