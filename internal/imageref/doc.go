@@ -5,7 +5,7 @@
 // "docker.io/library/busybox:latest").
 //
 // It is its own small parser rather than that module: distribution/reference
-// compiles some forty regular expressions when the program starts (414 KB
+// compiles ten regular expressions when the program starts (414 KB
 // of heap at init, kept for the program's life, in every agent whether it
 // ever parses an image name or not), while minikubelet needs one function
 // of it. TestAgreesWithDistribution and FuzzAgreesWithDistribution hold
