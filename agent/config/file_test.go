@@ -236,6 +236,14 @@ kubeAPIBurst: 40
 			},
 		},
 		{
+			name:    "a file that sets only the node status update frequency reports as often, as the kubelet defaults it",
+			content: header + "nodeStatusUpdateFrequency: 20s\n",
+			want: func(c *Config) {
+				fileDefault(c)
+				c.NodeStatusUpdateFrequency, c.NodeStatusReportFrequency = 20*time.Second, 20*time.Second
+			},
+		},
+		{
 			name:    "fields minikubelet ignores do not change anything",
 			content: header + "topologyManagerPolicy: none\ncpuManagerPolicy: static\n",
 			want:    fileDefault,

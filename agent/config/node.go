@@ -205,8 +205,15 @@ func nodeFileFields() []fileField {
 			func(kc *kcConfig) ([]v1.Taint, bool) { return kc.RegisterWithTaints, len(kc.RegisterWithTaints) > 0 }, checkTaints),
 		field("nodeStatusUpdateFrequency", "node-status-update-frequency", func(c *Config) *time.Duration { return &c.NodeStatusUpdateFrequency },
 			duration(func(kc *kcConfig) metav1.Duration { return kc.NodeStatusUpdateFrequency }), checkPositive),
+		// As the kubelet defaults a config file: a file that sets only the
+		// update frequency reports as often as it updates.
 		field("nodeStatusReportFrequency", "node-status-report-frequency", func(c *Config) *time.Duration { return &c.NodeStatusReportFrequency },
-			duration(func(kc *kcConfig) metav1.Duration { return kc.NodeStatusReportFrequency }), checkPositive),
+			duration(func(kc *kcConfig) metav1.Duration {
+				if kc.NodeStatusReportFrequency.Duration == 0 && kc.NodeStatusUpdateFrequency.Duration > 0 {
+					return kc.NodeStatusUpdateFrequency
+				}
+				return kc.NodeStatusReportFrequency
+			}), checkPositive),
 		field("kubeAPIQPS", "kube-api-qps", func(c *Config) *float64 { return &c.KubeAPIQPS },
 			func(kc *kcConfig) (float64, bool) {
 				if kc.KubeAPIQPS == nil {

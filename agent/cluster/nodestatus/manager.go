@@ -415,7 +415,8 @@ func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 	m.node = patched
 	m.mu.Unlock()
 	m.conditionEvents(patched.Status.Conditions)
-	klog.FromContext(ctx).V(2).Info("Node status patched", "ready", readyStatus(patched))
+	klog.FromContext(ctx).V(2).Info("Node status patched", "ready", readyStatus(patched), "due", due)
+	klog.FromContext(ctx).V(4).Info("Node status patch", "patch", string(patch))
 	return nil
 }
 
