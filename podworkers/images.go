@@ -412,8 +412,8 @@ func (k *keyring) lookup(repo string) []credential {
 			out = append(out, k.creds[key]...)
 		}
 	}
-	if len(out) == 0 && strings.HasPrefix(repo, dockerHubDomain+"/") {
-		out = append(out, k.creds[dockerHubLegacyDomain]...)
+	if len(out) == 0 && strings.HasPrefix(repo, imageref.DockerHubDomain+"/") {
+		out = append(out, k.creds[imageref.DockerHubLegacyDomain]...)
 	}
 	return out
 }
@@ -450,12 +450,6 @@ func splitHost(hostport string) ([]string, string) {
 	}
 	return strings.Split(host, "."), port
 }
-
-// Docker Hub's domains, as `docker login` writes them in a config.
-const (
-	dockerHubDomain       = imageref.DockerHubDomain
-	dockerHubLegacyDomain = "index.docker.io"
-)
 
 // imageRepo returns the normalized repository of an image reference, as
 // the kubelet matches credentials against it: "busybox:1.36" is

@@ -10,7 +10,7 @@ import (
 // images ("busybox") are under library/.
 const (
 	DockerHubDomain       = "docker.io"
-	dockerHubLegacyDomain = "index.docker.io"
+	DockerHubLegacyDomain = "index.docker.io"
 	officialRepoPrefix    = "library/"
 	defaultTag            = "latest"
 	// maxNameLength bounds a name (domain and path), as distribution's
@@ -24,7 +24,6 @@ var (
 	ErrReferenceInvalidFormat = errors.New("invalid reference format")
 	ErrNameContainsUppercase  = errors.New("repository name must be lowercase")
 	ErrNameTooLong            = fmt.Errorf("repository name must not be more than %d characters", maxNameLength)
-	ErrTagInvalidFormat       = errors.New("invalid tag format")
 	ErrDigestInvalidFormat    = errors.New("invalid digest format")
 )
 
@@ -141,7 +140,7 @@ func splitDockerDomain(name string) (domain, path string) {
 		(strings.ContainsAny(first, ".:") || first == "localhost" || strings.ToLower(first) != first) {
 		domain, path = first, rest
 	}
-	if domain == dockerHubLegacyDomain {
+	if domain == DockerHubLegacyDomain {
 		domain = DockerHubDomain
 	}
 	if domain == DockerHubDomain && !strings.Contains(path, "/") {
@@ -190,24 +189,18 @@ func isPathComponent(s string) bool {
 // isDomain: a host (DNS labels joined by dots, or an IPv6 address in
 // brackets) with an optional :port.
 func isDomain(s string) bool {
-	host, port := s, ""
+	var port string
 	if strings.HasPrefix(s, "[") {
 		end := strings.IndexByte(s, ']')
-		if end < 0 {
+		if end < 2 || strings.Trim(s[1:end], "0123456789abcdefABCDEF:") != "" {
 			return false
 		}
-		host, port = s[:end+1], s[end+1:]
-		if len(host) == 2 || strings.Trim(host[1:len(host)-1], "0123456789abcdefABCDEF:") != "" {
-			return false
-		}
-	} else if i := strings.IndexByte(s, ':'); i >= 0 {
-		host, port = s[:i], s[i:]
-		for _, label := range strings.Split(host, ".") {
-			if !isDomainLabel(label) {
-				return false
-			}
-		}
+		port = s[end+1:]
 	} else {
+		host := s
+		if i := strings.IndexByte(s, ':'); i >= 0 {
+			host, port = s[:i], s[i:]
+		}
 		for _, label := range strings.Split(host, ".") {
 			if !isDomainLabel(label) {
 				return false
