@@ -19,6 +19,9 @@ import (
 // CRI calls and no agent: the floor the bench measures the agent against.
 type rawPod struct {
 	sandbox *runtimeapi.PodSandboxConfig
+	// bestEffort: its containers get a BestEffort container's CPU shares
+	// and OOM score, as the agent gives them.
+	bestEffort bool
 }
 
 // newRawPod makes the sandbox config of pod name with uid, on the node's
@@ -67,7 +70,7 @@ func (p *rawPod) container(imageID, image string, attempt uint32) *runtimeapi.Co
 	for k, v := range p.sandbox.Labels {
 		labels[k] = v
 	}
-	return &runtimeapi.ContainerConfig{
+	c := &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "main", Attempt: attempt},
 		Image:    &runtimeapi.ImageSpec{Image: imageID, UserSpecifiedImage: image},
 		Command:  []string{"sleep", "3600"},
@@ -77,95 +80,156 @@ func (p *rawPod) container(imageID, image string, attempt uint32) *runtimeapi.Co
 			NamespaceOptions: p.sandbox.Linux.SecurityContext.NamespaceOptions,
 		}},
 	}
+	if p.bestEffort {
+		c.Linux.Resources = &runtimeapi.LinuxContainerResources{CpuShares: 2, CpuPeriod: 100000, OomScoreAdj: 1000}
+	}
+	return c
 }
 
-// rawDeath is the floor under the agent's death-to-replacement figure,
-// measured on the same runtime with no agent: a host-network pod's
+// rawKiller is the floor under the agent's death-to-replacement figure,
+// measured on the same runtime by direct CRI calls: a host-network pod's
 // container is SIGKILLed and timed to the runtime's CONTAINER_STOPPED
 // event on GetContainerEvents (detect), then a replacement container is
 // created and started in the same sandbox (replace = detect + create +
-// start). Any agent's evented PLEG sits on these calls.
-func rawDeath(ctx context.Context, rt *ctrdtest.Containerd, image, base string, n int) (detect, replace []time.Duration, err error) {
+// start). Any agent's evented PLEG sits on these calls. Its pod carries no
+// node label, so an agent on the same runtime leaves it alone, and the
+// bench can take its kills in turn with the agent's, in the same minutes.
+type rawKiller struct {
+	rt       *ctrdtest.Containerd
+	pod      *rawPod
+	sandbox  string
+	imageID  string
+	image    string
+	id       string // the running container
+	attempt  uint32
+	watch    *startWatch
+	rmCgroup func()
+}
+
+// newRawKiller makes the pod and starts its first container; close
+// removes it. Its kills are timed by the runtime's events, which watch
+// follows.
+func newRawKiller(ctx context.Context, rt *ctrdtest.Containerd, watch *startWatch, image, base string) (_ *rawKiller, err error) {
 	p, err := newRawPod(base, "rawdeath", fmt.Sprintf("bench-rawdeath-%d", os.Getpid()), runtimeapi.NamespaceMode_NODE)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	imageID, err := rawImageID(ctx, rt, image)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	sb, err := rt.Runtime().RunPodSandbox(ctx, p.sandbox, "")
+	k := &rawKiller{rt: rt, pod: p, imageID: imageID, image: image, watch: watch}
+	// The agent's victims are BestEffort pods: their cgroups, and so
+	// their processes (runc init while a container starts, the dying
+	// process while it exits), get cpu.shares 2. The floor's pod gets the
+	// same, or it would be measured with a priority the agent's pods do
+	// not have whenever anything else wants the CPU.
+	cg, rmCgroup, err := rawCgroup(rt.CgroupParent(), "rawdeath-"+p.sandbox.Metadata.Uid)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	k.rmCgroup = rmCgroup
+	if err := bestEffortCPU(cg); err != nil {
+		rmCgroup()
+		return nil, err
+	}
+	p.sandbox.Linux.CgroupParent = cg
+	p.bestEffort = true
+	if k.sandbox, err = rt.Runtime().RunPodSandbox(ctx, p.sandbox, ""); err != nil {
+		rmCgroup()
+		return nil, err
 	}
 	defer func() {
-		_ = rt.Runtime().StopPodSandbox(context.Background(), sb)
-		_ = rt.Runtime().RemovePodSandbox(context.Background(), sb)
+		if err != nil {
+			k.close()
+		}
 	}()
-	createStart := func(attempt uint32) (string, error) {
-		id, err := rt.Runtime().CreateContainer(ctx, sb, p.container(imageID, image, attempt), p.sandbox)
-		if err != nil {
-			return "", err
-		}
-		return id, rt.Runtime().StartContainer(ctx, id)
+	if k.id, err = k.createStart(ctx); err != nil {
+		return nil, err
 	}
-
-	evCtx, stopEvents := context.WithCancel(ctx)
-	defer stopEvents()
-	events, err := containerEvents(evCtx, rt)
-	if err != nil {
-		return nil, nil, err
-	}
-
-	id, err := createStart(0)
-	if err != nil {
-		return nil, nil, err
-	}
-	for i := 1; i <= n; i++ {
-		pid, err := rt.ContainerPID(ctx, id)
-		if err != nil {
-			return nil, nil, err
-		}
-		time.Sleep(time.Duration(rand.Int64N(int64(500 * time.Millisecond))))
-		drainEvents(events)
-		start := time.Now()
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			return nil, nil, fmt.Errorf("kill pid %d: %w", pid, err)
-		}
-		if err := awaitStopped(events, id, 30*time.Second); err != nil {
-			return nil, nil, err
-		}
-		detect = append(detect, time.Since(start))
-		if id, err = createStart(uint32(i)); err != nil {
-			return nil, nil, err
-		}
-		replace = append(replace, time.Since(start))
-	}
-	return detect, replace, nil
+	return k, nil
 }
 
-// drainEvents drops the events already received.
-func drainEvents(ch <-chan *runtimeapi.ContainerEventResponse) {
-	for {
-		select {
-		case <-ch:
-		default:
-			return
-		}
+func (k *rawKiller) createStart(ctx context.Context) (string, error) {
+	id, err := k.rt.Runtime().CreateContainer(ctx, k.sandbox, k.pod.container(k.imageID, k.image, k.attempt), k.pod.sandbox)
+	if err != nil {
+		return "", err
+	}
+	return id, k.rt.Runtime().StartContainer(ctx, id)
+}
+
+// kill SIGKILLs the running container at a random moment of the next
+// half second, waits for the runtime's CONTAINER_STOPPED event (detect),
+// and then creates and starts the replacement, timed to its
+// CONTAINER_STARTED event (replace), as the agent's are.
+func (k *rawKiller) kill(ctx context.Context) (detect, replace time.Duration, err error) {
+	pid, err := k.rt.ContainerPID(ctx, k.id)
+	if err != nil {
+		return 0, 0, err
+	}
+	time.Sleep(time.Duration(rand.Int64N(int64(500 * time.Millisecond))))
+	name := k.pod.sandbox.Metadata.Name
+	stopped := k.watch.expectEvent(name, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+	start := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		k.watch.forget(name)
+		return 0, 0, fmt.Errorf("kill pid %d: %w", pid, err)
+	}
+	at, err := awaitEvent(k.watch, name, stopped, "CONTAINER_STOPPED")
+	if err != nil {
+		return 0, 0, err
+	}
+	detect = at.Sub(start)
+	k.attempt++
+	started := k.watch.expect(name)
+	if k.id, err = k.createStart(ctx); err != nil {
+		k.watch.forget(name)
+		return 0, 0, err
+	}
+	if at, err = awaitEvent(k.watch, name, started, "CONTAINER_STARTED"); err != nil {
+		return 0, 0, err
+	}
+	return detect, at.Sub(start), nil
+}
+
+// awaitEvent waits up to 30s for an event expected of pod.
+func awaitEvent(w *startWatch, pod string, ch <-chan time.Time, what string) (time.Time, error) {
+	select {
+	case at := <-ch:
+		return at, nil
+	case <-time.After(30 * time.Second):
+		w.forget(pod)
+		return time.Time{}, fmt.Errorf("pod %s: no %s event within 30s", pod, what)
 	}
 }
 
-// awaitStopped waits for the runtime's CONTAINER_STOPPED event of id.
-func awaitStopped(events <-chan *runtimeapi.ContainerEventResponse, id string, d time.Duration) error {
-	timeout := time.After(d)
-	for {
-		select {
-		case ev := <-events:
-			if ev.GetContainerId() == id && ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT {
-				return nil
+// close removes the pod.
+func (k *rawKiller) close() {
+	_ = k.rt.Runtime().StopPodSandbox(context.Background(), k.sandbox)
+	_ = k.rt.Runtime().RemovePodSandbox(context.Background(), k.sandbox)
+	if k.rmCgroup != nil {
+		k.rmCgroup()
+	}
+}
+
+// bestEffortCPU gives cgroup path (under every hierarchy) the CPU weight
+// of a BestEffort pod's cgroup: cpu.shares 2 on v1, cpu.weight 1 on v2.
+func bestEffortCPU(path string) error {
+	mounts, err := cgroupMounts()
+	if err != nil {
+		return err
+	}
+	for _, m := range mounts {
+		d := filepath.Join(m, path)
+		for file, v := range map[string]string{"cpu.shares": "2", "cpu.weight": "1"} {
+			f := filepath.Join(d, file)
+			if _, err := os.Stat(f); err != nil {
+				continue
 			}
-		case <-timeout:
-			return fmt.Errorf("no CONTAINER_STOPPED event for %s within %v", id, d)
+			if err := os.WriteFile(f, []byte(v), 0o644); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
 		}
 	}
+	return nil
 }

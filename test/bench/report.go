@@ -113,10 +113,16 @@ type statsEndpoint struct {
 	Bytes             int     `json:"bytes"`
 }
 
+// death is one mode's kill timings. For the raw calls and the evented
+// agent, Detect is the kill to the runtime's CONTAINER_STOPPED event and
+// Replace to the replacement's CONTAINER_STARTED, with nothing polled; for
+// the relist agent, both are /pods, polled (terminated, then the
+// replacement running). OnPods is the replacement running on /pods.
 type death struct {
 	Mode    string  `json:"mode"`
-	Detect  latency `json:"terminatedOnPods"`
-	Replace latency `json:"replacementRunning"`
+	Detect  latency `json:"detect"`
+	Replace latency `json:"replacementStarted"`
+	OnPods  latency `json:"replacementOnPods,omitzero"`
 }
 
 type eviction struct {

@@ -21,7 +21,7 @@ import (
 // from the runtime calls being timed, and only the agent's runs had it.
 type startWatch struct {
 	mu      sync.Mutex
-	waiting map[string]chan time.Time // by pod sandbox name
+	waiting map[watchKey]chan time.Time
 	stop    context.CancelFunc
 	done    chan struct{}
 }
@@ -35,7 +35,7 @@ func watchStarts(ctx context.Context, rt *ctrdtest.Containerd) (*startWatch, err
 		stop()
 		return nil, err
 	}
-	w := &startWatch{waiting: map[string]chan time.Time{}, stop: stop, done: make(chan struct{})}
+	w := &startWatch{waiting: map[watchKey]chan time.Time{}, stop: stop, done: make(chan struct{})}
 	go w.follow(ctx, events)
 	return w, nil
 }
@@ -61,22 +61,30 @@ func containerEvents(ctx context.Context, rt *ctrdtest.Containerd) (<-chan *runt
 	}
 }
 
-// follow stamps the first CONTAINER_STARTED event of an app container (not
-// the sandbox's own) of each awaited pod with the time it arrived.
+// watchKey is an awaited event: its type, in the pod whose sandbox is
+// named pod.
+type watchKey struct {
+	pod string
+	t   runtimeapi.ContainerEventType
+}
+
+// follow stamps the first awaited event of an app container (not the
+// sandbox's own) of each pod with the time it arrived.
 func (w *startWatch) follow(ctx context.Context, events <-chan *runtimeapi.ContainerEventResponse) {
 	defer close(w.done)
 	for {
 		select {
 		case ev := <-events:
 			sb := ev.GetPodSandboxStatus()
-			if ev.GetContainerEventType() != runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT || ev.GetContainerId() == sb.GetId() {
+			if ev.GetContainerId() == sb.GetId() {
 				continue
 			}
 			at := time.Now()
+			k := watchKey{pod: sb.GetMetadata().GetName(), t: ev.GetContainerEventType()}
 			w.mu.Lock()
-			if ch, ok := w.waiting[sb.GetMetadata().GetName()]; ok {
+			if ch, ok := w.waiting[k]; ok {
 				ch <- at
-				delete(w.waiting, sb.GetMetadata().GetName())
+				delete(w.waiting, k)
 			}
 			w.mu.Unlock()
 		case <-ctx.Done():
@@ -88,17 +96,28 @@ func (w *startWatch) follow(ctx context.Context, events <-chan *runtimeapi.Conta
 // expect returns a channel that receives when a container of the pod
 // whose sandbox is named pod starts; call it before the pod is written.
 func (w *startWatch) expect(pod string) <-chan time.Time {
+	return w.expectEvent(pod, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+}
+
+// expectEvent returns a channel that receives when the runtime next sends
+// an event of type t for an app container of the pod whose sandbox is
+// named pod.
+func (w *startWatch) expectEvent(pod string, t runtimeapi.ContainerEventType) <-chan time.Time {
 	ch := make(chan time.Time, 1)
 	w.mu.Lock()
-	w.waiting[pod] = ch
+	w.waiting[watchKey{pod, t}] = ch
 	w.mu.Unlock()
 	return ch
 }
 
-// forget drops pod's wait (its start failed or timed out).
+// forget drops pod's waits (its start failed or timed out).
 func (w *startWatch) forget(pod string) {
 	w.mu.Lock()
-	delete(w.waiting, pod)
+	for k := range w.waiting {
+		if k.pod == pod {
+			delete(w.waiting, k)
+		}
+	}
 	w.mu.Unlock()
 }
 

@@ -11,7 +11,7 @@ import (
 
 func TestStartWatchStampsAppContainerOnly(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
-	w := &startWatch{waiting: map[string]chan time.Time{}, stop: stop, done: make(chan struct{})}
+	w := &startWatch{waiting: map[watchKey]chan time.Time{}, stop: stop, done: make(chan struct{})}
 	events := make(chan *runtimeapi.ContainerEventResponse)
 	go w.follow(ctx, events)
 	defer w.close()
@@ -39,6 +39,22 @@ func TestStartWatchStampsAppContainerOnly(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("pod a's container started, but no stamp")
 	}
+	// A stop is awaited on its own: a start of the same pod does not
+	// stamp it, nor does the sandbox's own stop.
+	stopped := w.expectEvent("a", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "ca2", "sa", "a")
+	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, "sa", "sa", "a")
+	select {
+	case at := <-stopped:
+		t.Fatalf("pod a's stop stamped at %v by a start or the sandbox's stop", at)
+	default:
+	}
+	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, "ca2", "sa", "a")
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("pod a's container stopped, but no stamp")
+	}
 	w.forget("b")
 	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "cb", "sb", "b")
 	// follow has taken the event (the channel is unbuffered) and b was
@@ -57,7 +73,7 @@ func TestStartWatchStampsAppContainerOnly(t *testing.T) {
 }
 
 func TestSplitAtContainerStart(t *testing.T) {
-	w := &startWatch{waiting: map[string]chan time.Time{}}
+	w := &startWatch{waiting: map[watchKey]chan time.Time{}}
 	created := time.Date(2026, 12, 7, 19, 0, 0, 0, time.UTC)
 	running := created.Add(500 * time.Millisecond)
 
