@@ -234,6 +234,38 @@ func TestExec(t *testing.T) {
 	}
 }
 
+// slowStartExec is a runtime whose exec starts late: it takes start to
+// begin running the command, which then succeeds at once.
+type slowStartExec struct {
+	start   time.Duration
+	timeout time.Duration // the timeout it was asked to enforce
+}
+
+func (f *slowStartExec) ExecSync(ctx context.Context, _ string, _ []string, timeout time.Duration) ([]byte, []byte, error) {
+	f.timeout = timeout
+	select {
+	case <-time.After(f.start):
+		return []byte("ok"), nil, nil
+	case <-ctx.Done():
+		return nil, nil, status.Error(codes.DeadlineExceeded, ctx.Err().Error())
+	}
+}
+
+// TestExecLeavesTheTimeoutToTheRuntime: the runtime counts the probe's
+// timeout from the moment the command runs; an exec that is slow to start
+// (a busy runtime, runc) but whose command answers in time passes, as in
+// the kubelet, instead of failing on a deadline of the agent's own.
+func TestExecLeavesTheTimeoutToTheRuntime(t *testing.T) {
+	f := &slowStartExec{start: 1300 * time.Millisecond}
+	got, _, err := Exec(context.Background(), f, "c1", []string{"true"}, 100*time.Millisecond)
+	if got != Success || err != nil {
+		t.Fatalf("exec that starts 1.3s late and answers at once, timeout 100ms: %v, %v; want success", got, err)
+	}
+	if f.timeout != 100*time.Millisecond {
+		t.Errorf("runtime asked to enforce %v, want the probe's 100ms", f.timeout)
+	}
+}
+
 func TestResolvePort(t *testing.T) {
 	c := &v1.Container{Name: "app", Ports: []v1.ContainerPort{{Name: "http", ContainerPort: 8080}}}
 	for in, want := range map[string]int{"http": 8080, "9090": 9090} {
