@@ -93,6 +93,7 @@ func main() {
 	batchPods := flag.Int("cluster-batch-pods", 50, "pods created at once, per round")
 	batchSettle := flag.Duration("cluster-batch-settle", time.Minute, "how long a batch runs, once all Running, before the agent's settled RSS is read (0: not read)")
 	clusterTrace := flag.Bool("cluster-trace", false, "print when each pod of the node part was seen created and Running, to read beside the agents' logs (-cluster-logs)")
+	releaseMemcgs := flag.Int("release-memcgs", -1, "before the run and each of its parts, drop the page cache if the kernel holds more than this many dying memory cgroups (suspected of slowing the runtime; -1 never does)")
 	replot := flag.String("replot", "", "only draw the plot (-plot) of this report JSON, written by an earlier run")
 	flag.Parse()
 	if *replot != "" {
@@ -104,7 +105,7 @@ func main() {
 	}
 	opts := options{runs: *runs, polled: *polledStart, windowPods: *windowPods, windowPars: counts(*windowPars), windowHostNet: *windowHostNet, keepLog: *keep, writes: *writes, idlePods: *idlePods, idleFor: *idleFor, kills: *kills, plegCounts: counts(*plegCounts), cpuFor: *cpuFor,
 		probePods: *probePods, probeProfile: *profile, statsPods: *statsPods, statsCalls: *statsCalls, statsProfile: *statsProfile,
-		batches: counts(*batches), graceKills: *graceKills, jsonOut: *jsonOut, plotOut: *plotOut, evictions: *evictions, evictionsPolling: *evictionsPolling}
+		batches: counts(*batches), graceKills: *graceKills, jsonOut: *jsonOut, plotOut: *plotOut, evictions: *evictions, evictionsPolling: *evictionsPolling, releaseMemcgs: *releaseMemcgs}
 	copts := clusterOptions{binsPath: *binsPath, execRuns: *execRuns, transferMiB: *transferMiB, pfRuns: *pfRuns, streams: *streams, rounds: *rounds,
 		profileDir: *clusterProfiles, keepLogs: *clusterLogs, streaming: *clusterStreaming, nodeOn: *clusterNode,
 		node: nodeOptions{steadyPods: *steadyPods, steadyFor: *steadyFor, seqPods: *seqPods, batchPods: *batchPods, batchSettle: *batchSettle, trace: *clusterTrace}}
@@ -126,6 +127,9 @@ func benchAll(bedPath, bin, runtimeName string, standalone, clusterOn bool, o op
 		}
 	}
 	rep := &report{When: time.Now().UTC(), Machine: describeMachine()}
+	if rep.Machine.DyingMemcgs, err = checkMemcgs(o.releaseMemcgs, false); err != nil {
+		return err
+	}
 	if st, err := os.Stat(bin); err == nil {
 		rep.BinaryBytes = st.Size()
 		fmt.Printf("agent binary: %s, %.1f MB\n", bin, float64(st.Size())/1e6)
@@ -195,6 +199,9 @@ type options struct {
 	jsonOut    string
 	plotOut    string
 	probePods  int
+	// releaseMemcgs: the dying memory cgroups above which the page cache
+	// is dropped before the run (checkMemcgs).
+	releaseMemcgs int
 	// probeProfile, if set, receives a CPU profile of the probe run.
 	probeProfile string
 	// statsPods pods run while each stats endpoint is called statsCalls
@@ -330,6 +337,9 @@ func run(bedPath, bin, runtimeName string, o options, rep *report) error {
 	}
 
 	for _, n := range o.batches {
+		if _, err := checkMemcgs(o.releaseMemcgs, true); err != nil {
+			return err
+		}
 		rawUp, rawGone, err := rawBatch(ctx, rt, busybox.Ref, base, n)
 		if err != nil {
 			return err
@@ -376,6 +386,9 @@ func run(bedPath, bin, runtimeName string, o options, rep *report) error {
 		if err := a.drain(ctx, rt); err != nil {
 			return err
 		}
+		if _, err := checkMemcgs(o.releaseMemcgs, true); err != nil {
+			return err
+		}
 		res, err := a.statsCost(busybox.Ref, o.statsPods, o.statsCalls, o.statsProfile)
 		if err != nil {
 			return fmt.Errorf("stats cost: %w", err)
@@ -393,6 +406,9 @@ func run(bedPath, bin, runtimeName string, o options, rep *report) error {
 			return err
 		}
 		a.stop()
+		if _, err := checkMemcgs(o.releaseMemcgs, true); err != nil {
+			return err
+		}
 		if err := plegBench(ctx, bin, rt, busybox.Ref, base, o, rep); err != nil {
 			return fmt.Errorf("pleg: %w", err)
 		}
@@ -402,6 +418,9 @@ func run(bedPath, bin, runtimeName string, o options, rep *report) error {
 			return err
 		}
 		a.stop()
+		if _, err := checkMemcgs(o.releaseMemcgs, true); err != nil {
+			return err
+		}
 		if err := evictBench(ctx, bin, rt, busybox.Ref, base, o.evictions, o.evictionsPolling, rep); err != nil {
 			return err
 		}
@@ -409,6 +428,9 @@ func run(bedPath, bin, runtimeName string, o options, rep *report) error {
 	if o.probePods > 0 {
 		probe, err := bed.Image(ctrdtest.RoleProbe)
 		if err != nil {
+			return err
+		}
+		if _, err := checkMemcgs(o.releaseMemcgs, true); err != nil {
 			return err
 		}
 		if err := probeBench(ctx, bin, rt, probe.Ref, base, o.probePods, o.probeProfile, rep); err != nil {

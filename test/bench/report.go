@@ -63,6 +63,9 @@ type machine struct {
 	OS     string `json:"os"`
 	Model  string `json:"cpuModel"`
 	MemMiB int64  `json:"memMiB"`
+	// DyingMemcgs: removed memory cgroups the kernel still held when the
+	// run began (checkMemcgs).
+	DyingMemcgs int `json:"dyingMemcgs"`
 }
 
 type latency struct {
