@@ -210,10 +210,12 @@ func TestAdmissionMaxPods(t *testing.T) {
 		t.Errorf("the refused pod's status outlived its removal")
 	}
 	a.do(podconfig.ADD, c)
-	polltest.True(t, 5*time.Second, "c synced once added anew", func() bool { return a.syncer.syncs(c.UID) > 0 })
-	if st, _ := a.statuses.Get(c.UID); st.Phase != v1.PodRunning {
-		t.Errorf("c added anew: phase %s, want Running", st.Phase)
-	}
+	// The worker stores c's status after its sync returns, so the phase
+	// is waited for, not read once the sync is counted.
+	polltest.True(t, 5*time.Second, "c synced and Running once added anew", func() bool {
+		st, _ := a.statuses.Get(c.UID)
+		return a.syncer.syncs(c.UID) > 0 && st.Phase == v1.PodRunning
+	})
 }
 
 // A pod the API already shows in a terminal phase is not admitted again
