@@ -1181,12 +1181,12 @@ func (a *agentProc) killVictim(ctx context.Context, rt *ctrdtest.Containerd, wat
 		return 0, 0, 0, fmt.Errorf("kill %s (pid %d): %w", name, pid, err)
 	}
 	if watch != nil {
-		at, err := awaitEvent(watch, name, stopped, "CONTAINER_STOPPED")
+		at, err := watch.await(name, stopped, "CONTAINER_STOPPED", eventWait)
 		if err != nil {
 			return 0, 0, 0, err
 		}
 		detect = at.Sub(start)
-		if at, err = awaitEvent(watch, name, started, "CONTAINER_STARTED"); err != nil {
+		if at, err = watch.await(name, started, "CONTAINER_STARTED", eventWait); err != nil {
 			return 0, 0, 0, err
 		}
 		replace = at.Sub(start)

@@ -581,14 +581,12 @@ const startEventWait = 10 * time.Second
 // streams' delivery; a pod seen Running without it within within fails
 // the bench.
 func split(starts *startWatch, name string, started <-chan time.Time, running time.Time, took, within time.Duration) (toStarted, toRunning time.Duration, err error) {
-	select {
-	case at := <-started:
-		created := running.Add(-took)
-		return at.Sub(created), running.Sub(at), nil
-	case <-time.After(within):
-		starts.forget(name)
-		return 0, 0, fmt.Errorf("pod %s: Running in the API, but no CONTAINER_STARTED event from the runtime within %v", name, within)
+	at, err := starts.await(name, started, "CONTAINER_STARTED", within)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w, though Running in the API", err)
 	}
+	created := running.Add(-took)
+	return at.Sub(created), running.Sub(at), nil
 }
 
 // measured is one window's requests, length, pods, the agent's CPU time

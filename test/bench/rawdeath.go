@@ -175,7 +175,7 @@ func (k *rawKiller) kill(ctx context.Context) (detect, replace time.Duration, er
 		k.watch.forget(name)
 		return 0, 0, fmt.Errorf("kill pid %d: %w", pid, err)
 	}
-	at, err := awaitEvent(k.watch, name, stopped, "CONTAINER_STOPPED")
+	at, err := k.watch.await(name, stopped, "CONTAINER_STOPPED", eventWait)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -186,21 +186,10 @@ func (k *rawKiller) kill(ctx context.Context) (detect, replace time.Duration, er
 		k.watch.forget(name)
 		return 0, 0, err
 	}
-	if at, err = awaitEvent(k.watch, name, started, "CONTAINER_STARTED"); err != nil {
+	if at, err = k.watch.await(name, started, "CONTAINER_STARTED", eventWait); err != nil {
 		return 0, 0, err
 	}
 	return detect, at.Sub(start), nil
-}
-
-// awaitEvent waits up to 30s for an event expected of pod.
-func awaitEvent(w *startWatch, pod string, ch <-chan time.Time, what string) (time.Time, error) {
-	select {
-	case at := <-ch:
-		return at, nil
-	case <-time.After(30 * time.Second):
-		w.forget(pod)
-		return time.Time{}, fmt.Errorf("pod %s: no %s event within 30s", pod, what)
-	}
 }
 
 // close removes the pod.

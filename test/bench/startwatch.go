@@ -121,6 +121,21 @@ func (w *startWatch) forget(pod string) {
 	w.mu.Unlock()
 }
 
+// await waits up to within for the stamp of an event expected of pod (ch,
+// from expect or expectEvent); on a timeout the pod's waits are dropped.
+func (w *startWatch) await(pod string, ch <-chan time.Time, what string, within time.Duration) (time.Time, error) {
+	select {
+	case at := <-ch:
+		return at, nil
+	case <-time.After(within):
+		w.forget(pod)
+		return time.Time{}, fmt.Errorf("pod %s: no %s event from the runtime within %v", pod, what, within)
+	}
+}
+
+// eventWait bounds the wait for a killed container's events.
+const eventWait = 30 * time.Second
+
 func (w *startWatch) close() {
 	w.stop()
 	<-w.done

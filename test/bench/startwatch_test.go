@@ -25,35 +25,24 @@ func TestStartWatchStampsAppContainerOnly(t *testing.T) {
 	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "sa", "sa", "a") // a's sandbox
 	events <- ev(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, "ca", "sa", "a") // created, not started
 	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "cx", "sx", "x") // a pod nobody awaits
-	select {
-	case at := <-a:
-		t.Fatalf("pod a stamped at %v before its container started", at)
-	default:
-	}
+	notStamped(t, a, "pod a, before its container started")
 	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "ca", "sa", "a")
-	select {
-	case at := <-a:
-		if at.Before(before) {
-			t.Errorf("pod a stamped %v, before the events were sent (%v)", at, before)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("pod a's container started, but no stamp")
+	at, err := w.await("a", a, "CONTAINER_STARTED", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at.Before(before) {
+		t.Errorf("pod a stamped %v, before the events were sent (%v)", at, before)
 	}
 	// A stop is awaited on its own: a start of the same pod does not
 	// stamp it, nor does the sandbox's own stop.
 	stopped := w.expectEvent("a", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
 	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "ca2", "sa", "a")
 	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, "sa", "sa", "a")
-	select {
-	case at := <-stopped:
-		t.Fatalf("pod a's stop stamped at %v by a start or the sandbox's stop", at)
-	default:
-	}
+	notStamped(t, stopped, "pod a's stop, by a start or the sandbox's stop")
 	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, "ca2", "sa", "a")
-	select {
-	case <-stopped:
-	case <-time.After(5 * time.Second):
-		t.Fatal("pod a's container stopped, but no stamp")
+	if _, err := w.await("a", stopped, "CONTAINER_STOPPED", 5*time.Second); err != nil {
+		t.Fatal(err)
 	}
 	w.forget("b")
 	events <- ev(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "cb", "sb", "b")
@@ -65,9 +54,15 @@ func TestStartWatchStampsAppContainerOnly(t *testing.T) {
 	if left != 0 {
 		t.Errorf("%d pods still awaited, want none", left)
 	}
+	notStamped(t, b, "forgotten pod b")
+}
+
+// notStamped fails the test if ch already holds a stamp.
+func notStamped(t *testing.T, ch <-chan time.Time, what string) {
+	t.Helper()
 	select {
-	case at := <-b:
-		t.Errorf("forgotten pod b stamped at %v", at)
+	case at := <-ch:
+		t.Fatalf("%s: stamped at %v", what, at)
 	default:
 	}
 }
